@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam/atomic.h - every atomic operation and fence of the project, for host C11 and
+ * CUDA, with the memory order and the scope in each name.
+ *
+ * Scopes (PTX ISA "Scope"): _gpu orders accesses among threads of one GPU (and, on the
+ * CPU target, among host threads); _sys additionally orders them against other agents
+ * of the system: host threads, and a device that reads memory by DMA or whose
+ * registers are written by MMIO (an NVMe controller's doorbell). On the CPU target both
+ * scopes compile to the same C11 atomics (__atomic builtins). docs/MEMORY-ORDERING.md
+ * says which accesses each use in the queue protocol orders.
+ *
+ * Orders: _relaxed (atomicity only), _acquire (later accesses stay after), _release
+ * (earlier accesses stay before), _acq_rel (both).
+ */
+#ifndef BAM_ATOMIC_H
+#define BAM_ATOMIC_H
+
+#include "bam/defs.h"
+
+#include <sched.h>
+#include <time.h>
+
+/* ---- loads and stores --------------------------------------------------------- */
+
+BAM_HD_INLINE uint32_t bam_load_relaxed_u32(const uint32_t *p)
+{
+#if BAM_ON_GPU
+	return *(const volatile uint32_t *)p;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE uint64_t bam_load_relaxed_u64(const uint64_t *p)
+{
+#if BAM_ON_GPU
+	return *(const volatile uint64_t *)p;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_load_acquire_gpu_u32(const uint32_t *p)
+{
+#if BAM_ON_GPU
+	uint32_t v;
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_load_acquire_sys_u32(const uint32_t *p)
+{
+#if BAM_ON_GPU
+	uint32_t v;
+	asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+BAM_HD_INLINE uint64_t bam_load_acquire_gpu_u64(const uint64_t *p)
+{
+#if BAM_ON_GPU
+	uint64_t v;
+	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+BAM_HD_INLINE void bam_store_relaxed_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	*(volatile uint32_t *)p = v;
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE void bam_store_relaxed_u64(uint64_t *p, uint64_t v)
+{
+#if BAM_ON_GPU
+	*(volatile uint64_t *)p = v;
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE void bam_store_release_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+BAM_HD_INLINE void bam_store_release_gpu_u64(uint64_t *p, uint64_t v)
+{
+#if BAM_ON_GPU
+	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/* Store that a device (or host thread) may observe: a doorbell register. The
+ * release at system scope orders every earlier write of this thread (the SQEs) before
+ * the doorbell as seen by the controller (Linux: wmb() before writel of the SQ tail). */
+BAM_HD_INLINE void bam_store_release_sys_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/* ---- read-modify-write -------------------------------------------------------- */
+
+BAM_HD_INLINE uint32_t bam_fetch_add_relaxed_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	return atomicAdd((unsigned int *)p, v);
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE uint64_t bam_fetch_add_relaxed_gpu_u64(uint64_t *p, uint64_t v)
+{
+#if BAM_ON_GPU
+	return atomicAdd((unsigned long long *)p, (unsigned long long)v);
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_fetch_add_acq_rel_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_fetch_sub_acq_rel_gpu_u32(uint32_t *p, uint32_t v)
+{
+	return bam_fetch_add_acq_rel_gpu_u32(p, (uint32_t)0 - v);
+}
+
+BAM_HD_INLINE uint32_t bam_fetch_or_acq_rel_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.or.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	return __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_fetch_and_acq_rel_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.and.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	return __atomic_fetch_and(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+/* Compare-and-swap; returns the value found (== expected on success). */
+BAM_HD_INLINE uint32_t bam_cas_acq_rel_gpu_u32(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+#if BAM_ON_GPU
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.cas.b32 %0, [%1], %2, %3;"
+		     : "=r"(old) : "l"(p), "r"(expected), "r"(desired) : "memory");
+	return old;
+#else
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expected;
+#endif
+}
+
+BAM_HD_INLINE uint64_t bam_cas_acq_rel_gpu_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+#if BAM_ON_GPU
+	uint64_t old;
+	asm volatile("atom.acq_rel.gpu.global.cas.b64 %0, [%1], %2, %3;"
+		     : "=l"(old) : "l"(p), "l"(expected), "l"(desired) : "memory");
+	return old;
+#else
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expected;
+#endif
+}
+
+/* Atomic max; returns the old value. */
+BAM_HD_INLINE uint64_t bam_fetch_max_relaxed_gpu_u64(uint64_t *p, uint64_t v)
+{
+#if BAM_ON_GPU
+	return atomicMax((unsigned long long *)p, (unsigned long long)v);
+#else
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (old < v && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return old;
+#endif
+}
+
+/* ---- fences ------------------------------------------------------------------- */
+
+BAM_HD_INLINE void bam_fence_acq_rel_gpu(void)
+{
+#if BAM_ON_GPU
+	asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_ACQ_REL);
+#endif
+}
+
+BAM_HD_INLINE void bam_fence_acq_rel_sys(void)
+{
+#if BAM_ON_GPU
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+#elif defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer does not model fences; every use here is followed by a release
+	 * store that orders the same accesses on the host. */
+#else
+	__atomic_thread_fence(__ATOMIC_ACQ_REL);
+#endif
+}
+
+BAM_HD_INLINE void bam_fence_seq_cst_sys(void)
+{
+#if BAM_ON_GPU
+	asm volatile("fence.sc.sys;" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ---- time and backoff --------------------------------------------------------- */
+
+/* Monotonic nanoseconds: %globaltimer on the GPU, CLOCK_MONOTONIC on the host. Only
+ * differences are meaningful, and only on the side that read them. */
+BAM_HD_INLINE uint64_t bam_time_ns(void)
+{
+#if BAM_ON_GPU
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* Polite spin: on the GPU a short sleep frees issue slots for other warps; on the host
+ * a pause hint, and a yield now and then so that oversubscribed host threads (CI has 2
+ * cores) let the thread they wait for run. 'iter' is the caller's spin count. */
+BAM_HD_INLINE void bam_spin_pause(uint32_t iter)
+{
+#if BAM_ON_GPU
+	__nanosleep(iter < 8 ? 32 : 256);
+#else
+	if ((iter & 15) == 15)
+		sched_yield();
+	else
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#else
+		;
+#endif
+#endif
+}
+
+#endif /* BAM_ATOMIC_H */

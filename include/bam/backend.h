@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam/backend.h - how a storage back end ("controller" provider) plugs in: one
+ * const ops table registered by name (like SPDK's transports). Adding a back end
+ * touches no core file: it calls bam_backend_register() from a constructor.
+ *
+ * The core owns the queue memory (as an NVMe driver does) and talks to each
+ * controller through admin commands (Identify, Create I/O CQ/SQ: Base spec 5.4, 5.5,
+ * 5.17) and doorbell addresses; the back end owns whatever consumes the SQEs.
+ */
+#ifndef BAM_BACKEND_H
+#define BAM_BACKEND_H
+
+#include "bam/bam.h"
+
+BAM_EXTERN_C_BEGIN
+
+struct bam_backend_ops {
+	const char *name; /* the back-end string's prefix, e.g. "emu" */
+	/* Parse 'args' (the text after "name:", may be ""), create the controllers.
+	 * Sets *priv and *n_ctrl. Returns 0 or a negative errno with a message in err. */
+	int (*open)(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl,
+		    char *err, size_t errlen);
+	/* Execute one admin command synchronously on controller c (the admin queue of a
+	 * real controller; 'data' is a 4096-byte host buffer for Identify). Fills *cqe. */
+	int (*admin)(void *priv, uint32_t c, const struct nvme_sqe *sqe, void *data,
+		     struct nvme_cqe *cqe);
+	/* Address of the SQ tail (cq = 0) or CQ head (cq = 1) doorbell of queue qid,
+	 * reachable by the submitting threads. */
+	uint32_t *(*doorbell)(void *priv, uint32_t c, uint32_t qid, int cq);
+	/* Start consuming commands (after all I/O queues exist). */
+	int (*start)(void *priv);
+	/* Stop consuming; outstanding commands may be dropped. */
+	void (*stop)(void *priv);
+	/* Provisioning path (bam_ctx_media_write/read). */
+	int (*media_rw)(void *priv, uint32_t c, uint64_t off, void *buf, uint64_t len, int write);
+	int (*stats)(void *priv, uint32_t c, struct bam_ctrl_stats *out);
+	/* Normalised description of the back end (owned by priv). */
+	const char *(*desc)(void *priv);
+	void (*close)(void *priv);
+};
+
+/* Register a back end. Returns 0, -EEXIST (name taken) or -ENOSPC (table full). */
+BAM_API int bam_backend_register(const struct bam_backend_ops *ops);
+/* Look up by name; NULL if none. */
+BAM_API const struct bam_backend_ops *bam_backend_find(const char *name, size_t len);
+
+/* Option parsing helpers for back ends: "k=v,k=v". Calls cb for each pair; stops and
+ * returns cb's non-zero return. Keys and values are NUL-terminated copies. */
+BAM_API int bam_kv_parse(const char *args, int (*cb)(void *arg, const char *k, const char *v), void *arg);
+/* Parse a size with optional suffix K, M, G, T (powers of 1024). -EINVAL if bad. */
+BAM_API int bam_parse_size(const char *s, uint64_t *out);
+
+BAM_EXTERN_C_END
+
+#endif /* BAM_BACKEND_H */

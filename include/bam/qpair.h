@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam/qpair.h - one NVMe I/O queue pair (SQ + CQ) driven by many submitting threads at
+ * once, with the lock-minimised protocol of the BaM paper (ASPLOS '23, section 4.2;
+ * ../docs/DESIGN.md "Queue protocol"). Compiled for GPU threads (nvcc) and for host
+ * threads (gcc, the CPU target) from this one header.
+ *
+ * Submission (per SQ): a thread takes a credit (at most depth-1 commands outstanding,
+ * so neither the SQ nor the CQ can overflow: NVMe Base 2.0 section 4.1 "full queue"),
+ * a CID, and a ticket from sq_ticket. The ticket indexes a virtual queue of 2^32
+ * entries: slot = ticket mod depth, turn = ticket / depth. The thread waits until
+ * sq_turn[slot] == 2*turn (slot free for its turn), writes its 64-byte SQE, sets
+ * sq_mark[slot] and bumps sq_turn[slot] to odd (in flight). Then move_tail: a thread
+ * whose mark is still set tries sq_lock; the winner advances sq_tail over every
+ * consecutive marked slot, clears those marks and writes the SQ tail doorbell once
+ * for all of them. A thread whose mark was cleared by someone else is done.
+ *
+ * Completion (per CQ): the waiter scans the CQ from cq_head for a CQE with its CID
+ * and the phase tag expected at that position (Base 4.6: the controller inverts the
+ * phase on every wrap), without locks, and marks it consumed in cq_consumed. The
+ * winner of cq_lock moves cq_head over consecutive consumed CQEs, takes the newest
+ * SQHD from them, frees SQ slots up to it (turn counter to even = free for the next
+ * turn), frees the CIDs and credits, and rings the CQ head doorbell once.
+ *
+ * Every wait is bounded by the caller's timeout (nanoseconds). A waiter that times
+ * out abandons its CID: if the completion arrives later, the CQ head mover consumes
+ * it and counts it in 'late'. docs/RELIABILITY.md and models/qpair.pml (the SPIN
+ * model of exactly this code) say what is guaranteed.
+ *
+ * Depth: a power of two from 2 to 65536 (CAP.MQES + 1 bounds it per controller).
+ */
+#ifndef BAM_QPAIR_H
+#define BAM_QPAIR_H
+
+#include <errno.h>
+#include "bam/defs.h"
+#include "bam/atomic.h"
+#include "bam/nvme_spec.h"
+
+/* CID states (cid_state[]) */
+#define BAM_CID_FREE      0u
+#define BAM_CID_BUSY      1u /* a thread waits for its completion */
+#define BAM_CID_ABANDONED 2u /* its waiter timed out; the CQE is discarded on arrival */
+
+/* Counters kept per queue pair (all monotonic, read by bam_qpair_stats). */
+struct bam_qpair_counters {
+	uint64_t submitted;   /* SQEs made visible to the controller */
+	uint64_t completed;   /* CQEs passed by the CQ head */
+	uint64_t doorbells;   /* SQ tail doorbell writes (submitted/doorbells = batching) */
+	uint64_t timeouts;    /* waits that gave up (-ETIMEDOUT) */
+	uint64_t late;        /* CQEs that arrived for abandoned CIDs */
+	uint64_t stray;       /* CQEs whose CID was not outstanding (a controller bug) */
+};
+
+/*
+ * The queue pair. Lives in memory the submitting threads and the controller can both
+ * reach (GPU memory on the GPU; host memory on the CPU target). Built by
+ * bam_qpair_init() or by the back end; the fields are the protocol's state, not an
+ * API. Hot counters sit on their own 128-byte lines.
+ */
+struct bam_qpair {
+	struct nvme_sqe *sq;        /* [depth] SQEs */
+	struct nvme_cqe *cq;        /* [depth] CQEs */
+	uint32_t *sq_doorbell;      /* SQyTDBL: 4-byte store, may be device MMIO */
+	uint32_t *cq_doorbell;      /* CQyHDBL */
+	uint32_t *sq_turn;          /* [depth] turn counters: 2t free for turn t, 2t+1 in flight */
+	uint32_t *sq_mark;          /* [depth/32] bit set: SQE written, tail not yet past it */
+	uint32_t *cq_consumed;      /* [depth/32] bit set: CQE consumed, head not yet past it */
+	uint32_t *cid_state;        /* [depth] BAM_CID_* */
+	uint32_t depth;             /* entries per SQ and per CQ, power of two */
+	uint32_t depth_shift;       /* log2(depth) */
+	uint32_t qid;               /* SQID = CQID, 1-based as in NVMe */
+	uint32_t nsid;              /* namespace the commands go to */
+	uint32_t pad0[24];
+
+	uint32_t sq_ticket;         /* next ticket (atomic) */
+	uint32_t cid_hint;          /* where CID search starts (atomic) */
+	uint32_t credits;           /* outstanding commands, <= depth - 1 (atomic) */
+	uint32_t pad1[29];
+
+	uint32_t sq_lock;           /* move_tail lock */
+	uint32_t sq_tail;           /* virtual tail: SQEs made visible (under sq_lock) */
+	uint32_t pad2[30];
+
+	uint32_t cq_lock;           /* CQ head move lock */
+	uint32_t cq_head;           /* virtual CQ head (written under cq_lock) */
+	uint32_t sq_head;           /* virtual SQ head from SQHD (written under cq_lock) */
+	uint32_t pad3[29];
+
+	struct bam_qpair_counters cnt;
+};
+
+/* Lane mask for slot s in a 32-bit word bit-vector. */
+BAM_HD_INLINE uint32_t bam_qp_bit(uint32_t s) { return 1u << (s & 31u); }
+
+/* The phase tag a current CQE at virtual CQ position p carries: 1 in the first pass
+ * over the queue, inverted on every wrap (Base spec 4.6, "Phase Tag"). */
+BAM_HD_INLINE uint32_t bam_qp_expected_phase(const struct bam_qpair *qp, uint32_t p)
+{
+	return ((p >> qp->depth_shift) & 1u) ^ 1u;
+}
+
+/* Turn counters compare modulo 2 * (2^32 / depth), the period of 2*turn. */
+BAM_HD_INLINE uint32_t bam_qp_turn_mask(const struct bam_qpair *qp)
+{
+	return qp->depth_shift <= 1 ? 0xffffffffu : ((1u << (33u - qp->depth_shift)) - 1u);
+}
+
+BAM_HD_INLINE int bam_qp_deadline_passed(uint64_t deadline)
+{
+	return bam_time_ns() > deadline;
+}
+
+BAM_HD_INLINE int bam_qp_trylock(uint32_t *lock)
+{
+	return bam_load_relaxed_u32(lock) == 0 && bam_cas_acq_rel_gpu_u32(lock, 0, 1) == 0;
+}
+
+BAM_HD_INLINE void bam_qp_unlock(uint32_t *lock)
+{
+	bam_store_release_gpu_u32(lock, 0);
+}
+
+/* Read DW3 (CID in bits 15:0, status + phase in 31:16) in one 32-bit access, so that
+ * the CID and the phase tag are seen together. The acquire orders the reads of
+ * DW0-DW2 (SQHD) after it; the controller writes DW3 last, with release. */
+BAM_HD_INLINE uint32_t bam_qp_cqe_dw3(const struct bam_qpair *qp, uint32_t p)
+{
+	const uint32_t *w = (const uint32_t *)&qp->cq[p & (qp->depth - 1)];
+	return bam_load_acquire_sys_u32(&w[3]);
+}
+
+/*
+ * Move the CQ head over every consecutive consumed CQE (and over CQEs of abandoned
+ * CIDs), free their CIDs, free SQ slots up to the newest SQHD, release the credits and
+ * ring the CQ head doorbell once. Caller holds cq_lock. Returns the number passed.
+ */
+BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
+{
+	const uint32_t mask = qp->depth - 1;
+	const uint32_t h0 = bam_load_relaxed_u32(&qp->cq_head);
+	uint32_t h = h0;
+	uint32_t sqhd = 0, have_sqhd = 0;
+
+	uint32_t freed = 0;
+	for (;;) {
+		const uint32_t slot = h & mask;
+		uint32_t *cw = &qp->cq_consumed[slot >> 5];
+		const int consumed = (bam_load_acquire_gpu_u32(cw) & bam_qp_bit(slot)) != 0;
+		const uint32_t dw3 = bam_qp_cqe_dw3(qp, h);
+		const uint32_t cidv = dw3 & 0xffffu;
+		if (consumed) {
+			bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bit(slot));
+		} else {
+			if (((dw3 >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, h))
+				break; /* not posted yet */
+			uint32_t st = cidv <= mask ? bam_load_acquire_gpu_u32(&qp->cid_state[cidv]) : BAM_CID_FREE;
+			if (st == BAM_CID_BUSY)
+				break; /* posted; its waiter has not seen it yet */
+			if (st == BAM_CID_FREE) {
+				/* no command has this CID outstanding: a controller bug */
+				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.stray, 1);
+				h++;
+				continue;
+			}
+			bam_fetch_add_relaxed_gpu_u64(&qp->cnt.late, 1); /* abandoned CID */
+		}
+		sqhd = bam_load_relaxed_u32(&((const uint32_t *)&qp->cq[slot])[2]) & 0xffffu;
+		have_sqhd = 1;
+		/* the CQE is passed: its CID may be reused */
+		bam_store_release_gpu_u32(&qp->cid_state[cidv], BAM_CID_FREE);
+		freed++;
+		h++;
+	}
+	if (h == h0)
+		return 0;
+
+	if (have_sqhd) {
+		/* SQ slots from the old head up to SQHD were consumed by the controller: free
+		 * them for their next turn (odd -> even) before the credits below are released,
+		 * so a thread admitted by a credit finds its slot free. */
+		uint32_t sh = bam_load_relaxed_u32(&qp->sq_head);
+		uint32_t nsh = sh + ((sqhd - sh) & mask);
+		for (uint32_t s = sh; s != nsh; s++)
+			bam_fetch_add_acq_rel_gpu_u32(&qp->sq_turn[s & mask], 1);
+		bam_store_release_gpu_u32(&qp->sq_head, nsh);
+	}
+	bam_store_release_gpu_u32(&qp->cq_head, h);
+	bam_fetch_add_relaxed_gpu_u64(&qp->cnt.completed, freed);
+	if (freed)
+		bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, freed);
+	/* CQ head doorbell: releases the CQ slots to the controller. Orders our reads of
+	 * the passed CQEs before the controller may overwrite them. */
+	bam_store_release_sys_u32(qp->cq_doorbell, h & mask);
+	return h - h0;
+}
+
+/* One attempt to move the CQ head (helping whoever waits for credits). */
+BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
+{
+	if (bam_qp_trylock(&qp->cq_lock)) {
+		bam_qpair_cq_move_head_locked(qp);
+		bam_qp_unlock(&qp->cq_lock);
+	}
+}
+
+/* move_tail: the caller holds sq_lock. Advances sq_tail over consecutive marked slots,
+ * clears their marks, writes the doorbell once. Returns the number made visible. */
+BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
+{
+	const uint32_t mask = qp->depth - 1;
+	const uint32_t t0 = bam_load_relaxed_u32(&qp->sq_tail);
+	uint32_t t = t0;
+	for (;;) {
+		uint32_t slot = t & mask;
+		uint32_t *mw = &qp->sq_mark[slot >> 5];
+		if (!(bam_load_acquire_gpu_u32(mw) & bam_qp_bit(slot)))
+			break;
+		bam_fetch_and_acq_rel_gpu_u32(mw, ~bam_qp_bit(slot));
+		t++;
+	}
+	if (t != t0) {
+		bam_store_release_gpu_u32(&qp->sq_tail, t);
+		/* SQ tail doorbell, once for all t - t0 SQEs. The system-scope release orders
+		 * the SQE writes (made by other threads, acquired through their marks above)
+		 * before the controller's view of the new tail. */
+		bam_fence_acq_rel_sys();
+		bam_store_release_sys_u32(qp->sq_doorbell, t & mask);
+		bam_fetch_add_relaxed_gpu_u64(&qp->cnt.submitted, t - t0);
+		bam_fetch_add_relaxed_gpu_u64(&qp->cnt.doorbells, 1);
+	}
+	return t - t0;
+}
+
+/*
+ * Submit one command. 'sqe' is the caller's command; its CID field is set here. On
+ * success *cid receives the CID to wait for with bam_qpair_wait() and *pos the virtual
+ * SQ position (for diagnostics). Thread contract: any number of threads at once, each
+ * with its own command; no warp or block synchronisation.
+ * Returns 0, or -ETIMEDOUT when no credit, CID or SQ slot frees up before 'deadline'
+ * (bam_time_ns() units: an absolute time on the caller's clock).
+ */
+BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
+				   uint64_t deadline, uint16_t *cid)
+{
+	const uint32_t mask = qp->depth - 1;
+	uint32_t iter = 0;
+
+	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule) */
+	for (;;) {
+		uint32_t c = bam_load_relaxed_u32(&qp->credits);
+		if (c < mask && bam_cas_acq_rel_gpu_u32(&qp->credits, c, c + 1) == c)
+			break;
+		if (c >= mask) {
+			bam_qpair_cq_try_advance(qp);
+			if (bam_qp_deadline_passed(deadline))
+				return -ETIMEDOUT;
+			bam_spin_pause(iter++);
+		}
+	}
+
+	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits) */
+	uint32_t c0 = bam_fetch_add_relaxed_gpu_u32(&qp->cid_hint, 1);
+	uint32_t id = 0;
+	for (uint32_t i = 0;; i++) {
+		id = (c0 + i) & mask;
+		if (bam_load_relaxed_u32(&qp->cid_state[id]) == BAM_CID_FREE &&
+		    bam_cas_acq_rel_gpu_u32(&qp->cid_state[id], BAM_CID_FREE, BAM_CID_BUSY) == BAM_CID_FREE)
+			break;
+		if (i > 4 * qp->depth && bam_qp_deadline_passed(deadline)) {
+			bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
+			return -ETIMEDOUT;
+		}
+	}
+
+	/* 3. a ticket, and the slot's turn */
+	uint32_t ticket = bam_fetch_add_relaxed_gpu_u32(&qp->sq_ticket, 1);
+	uint32_t slot = ticket & mask;
+	uint32_t want = (ticket >> qp->depth_shift) << 1;
+	const uint32_t tmask = bam_qp_turn_mask(qp);
+	iter = 0;
+	while (((bam_load_acquire_gpu_u32(&qp->sq_turn[slot]) - want) & tmask) != 0) {
+		/* Unreachable while credits hold (the previous occupant was freed before our
+		 * credit was released); kept as the paper's guard. A ticket is never given
+		 * back, so on timeout here the queue pair is unusable: report it. */
+		bam_qpair_cq_try_advance(qp);
+		if (bam_qp_deadline_passed(deadline))
+			return -ETIMEDOUT;
+		bam_spin_pause(iter++);
+	}
+
+	/* 4. write the SQE, then mark it (release: SQE before mark) */
+	{
+		struct nvme_sqe *dst = &qp->sq[slot];
+		const uint64_t *s = (const uint64_t *)sqe;
+		uint64_t *d = (uint64_t *)dst;
+		for (int i = 0; i < 8; i++)
+			d[i] = s[i];
+		((uint16_t *)dst)[1] = (uint16_t)id; /* CDW0 31:16 = CID */
+	}
+	bam_fetch_or_acq_rel_gpu_u32(&qp->sq_mark[slot >> 5], bam_qp_bit(slot));
+	bam_fetch_add_acq_rel_gpu_u32(&qp->sq_turn[slot], 1); /* even -> odd: in flight */
+
+	/* 5. move_tail until someone (maybe us) has moved the tail past our slot */
+	iter = 0;
+	while (bam_load_acquire_gpu_u32(&qp->sq_mark[slot >> 5]) & bam_qp_bit(slot)) {
+		if (bam_qp_trylock(&qp->sq_lock)) {
+			bam_qpair_sq_move_tail_locked(qp);
+			bam_qp_unlock(&qp->sq_lock);
+			continue;
+		}
+		/* The lock holder is moving the tail; it cannot block on anything but
+		 * marks that are set, so this wait ends; the deadline is a backstop. */
+		if (bam_qp_deadline_passed(deadline))
+			return -ETIMEDOUT;
+		bam_spin_pause(iter++);
+	}
+	*cid = (uint16_t)id;
+	return 0;
+}
+
+/*
+ * Wait for the completion of CID 'cid' (from bam_qpair_submit). On success stores the
+ * CQE's status field without the phase tag (0 = success; decode with NVME_STATUS_SCT/
+ * NVME_STATUS_SC, name with nvme_status_name) in *status and returns 0. Returns
+ * -ETIMEDOUT if no CQE for 'cid' arrives before 'deadline'; the CID is then abandoned
+ * and a late CQE for it is discarded (counted in cnt.late).
+ */
+BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t deadline,
+				 uint16_t *status)
+{
+	const uint32_t depth = qp->depth;
+	uint32_t iter = 0;
+	for (;;) {
+		uint32_t start = bam_load_acquire_gpu_u32(&qp->cq_head);
+		for (uint32_t p = start; p - start < depth; p++) {
+			uint32_t dw3 = bam_qp_cqe_dw3(qp, p);
+			if (((dw3 >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, p))
+				break; /* end of the posted CQEs */
+			if ((dw3 & 0xffffu) != cid)
+				continue;
+			uint32_t slot = p & (depth - 1);
+			*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
+			bam_fetch_or_acq_rel_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
+			/* Try to pass it ourselves, a bounded number of times; if an earlier CQE
+			 * is still unconsumed, its owner (or the next thread short of credits)
+			 * moves the head later. */
+			for (int k = 0; k < 8; k++) {
+				if (bam_load_acquire_gpu_u32(&qp->cq_head) - start > p - start)
+					break;
+				bam_qpair_cq_try_advance(qp);
+			}
+			return 0;
+		}
+		if (bam_qp_deadline_passed(deadline)) {
+			if (bam_cas_acq_rel_gpu_u32(&qp->cid_state[cid], BAM_CID_BUSY, BAM_CID_ABANDONED) == BAM_CID_BUSY)
+				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
+			return -ETIMEDOUT;
+		}
+		bam_spin_pause(iter++);
+	}
+}
+
+#endif /* BAM_QPAIR_H */

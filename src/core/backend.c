@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* Back-end registry and the option-string helpers back ends share. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ctype.h>
+#include "bam/backend.h"
+
+#define BAM_MAX_BACKENDS 16
+static const struct bam_backend_ops *registry[BAM_MAX_BACKENDS];
+static unsigned n_registered;
+
+int bam_backend_register(const struct bam_backend_ops *ops)
+{
+	for (unsigned i = 0; i < n_registered; i++)
+		if (!strcmp(registry[i]->name, ops->name))
+			return -EEXIST;
+	if (n_registered == BAM_MAX_BACKENDS)
+		return -ENOSPC;
+	registry[n_registered++] = ops;
+	return 0;
+}
+
+const struct bam_backend_ops *bam_backend_find(const char *name, size_t len)
+{
+	for (unsigned i = 0; i < n_registered; i++)
+		if (strlen(registry[i]->name) == len && !strncmp(registry[i]->name, name, len))
+			return registry[i];
+	return NULL;
+}
+
+int bam_kv_parse(const char *args, int (*cb)(void *arg, const char *k, const char *v), void *arg)
+{
+	char *copy = strdup(args ? args : "");
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		const char *v = "";
+		if (eq) {
+			*eq = 0;
+			v = eq + 1;
+		}
+		if ((rc = cb(arg, tok, v)) != 0)
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
+int bam_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'B' || *end == 'b')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (~0ull >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Context: opens a back end, creates the I/O queue pairs the way an NVMe driver does
+ * (allocate the rings, Create I/O CQ then Create I/O SQ: Base spec 5.4/5.5), and
+ * publishes the device-side view (struct bam_dev) in the target's memory.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ctx_internal.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- memory of the target ---------------------------------------------------- */
+
+void *bam_mem_alloc(struct bam_ctx *ctx, enum bam_mem_kind kind, uint64_t bytes)
+{
+	if (bytes == 0)
+		bytes = 1;
+#ifdef BAM_HAVE_CUDA
+	if (ctx->target == BAM_TARGET_GPU)
+		return bam_gpu_alloc(kind, bytes);
+#endif
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, BAM_ALIGN_UP(bytes, 4096)))
+		return NULL;
+	memset(p, 0, bytes);
+	return p;
+}
+
+void bam_mem_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p)
+{
+	if (!p)
+		return;
+#ifdef BAM_HAVE_CUDA
+	if (ctx->target == BAM_TARGET_GPU) {
+		bam_gpu_free(kind, p);
+		return;
+	}
+#endif
+	free(p);
+}
+
+int bam_mem_copy(struct bam_ctx *ctx, void *dst, const void *src, uint64_t bytes)
+{
+#ifdef BAM_HAVE_CUDA
+	if (ctx->target == BAM_TARGET_GPU)
+		return bam_gpu_copy(dst, src, bytes);
+#endif
+	memmove(dst, src, bytes);
+	return 0;
+}
+
+int bam_mem_set(struct bam_ctx *ctx, void *dst, int c, uint64_t bytes)
+{
+#ifdef BAM_HAVE_CUDA
+	if (ctx->target == BAM_TARGET_GPU)
+		return bam_gpu_memset(dst, c, bytes);
+#endif
+	memset(dst, c, bytes);
+	return 0;
+}
+
+/* ---- queue pairs --------------------------------------------------------------- */
+
+static int admin(struct bam_ctx *ctx, uint32_t c, struct nvme_sqe *sqe, void *data, char *err, size_t errlen)
+{
+	struct nvme_cqe cqe;
+	memset(&cqe, 0, sizeof(cqe));
+	int rc = ctx->ops->admin(ctx->priv, c, sqe, data, &cqe);
+	if (rc) {
+		set_err(err, errlen, "controller %u: admin opcode 0x%02x failed: %s", c, sqe->opc, bam_strerror(rc));
+		return rc;
+	}
+	uint16_t st = cqe.status & NVME_STATUS_MASK;
+	if (st) {
+		set_err(err, errlen, "controller %u: admin opcode 0x%02x: %s (SCT %u SC 0x%02x)", c, sqe->opc,
+			nvme_status_name(st), NVME_STATUS_SCT(st), NVME_STATUS_SC(st));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int identify(struct bam_ctx *ctx, uint32_t c, char *err, size_t errlen)
+{
+	struct bam_ns_info *ns = &ctx->ns[c];
+	struct nvme_id_ctrl *idc = calloc(1, sizeof(*idc));
+	struct nvme_id_ns *idn = calloc(1, sizeof(*idn));
+	int rc = -ENOMEM;
+	if (!idc || !idn)
+		goto out;
+	struct nvme_sqe s;
+	memset(&s, 0, sizeof(s));
+	s.opc = NVME_ADMIN_IDENTIFY;
+	s.cdw10 = NVME_IDENTIFY_CNS_CTRL;
+	if ((rc = admin(ctx, c, &s, idc, err, errlen)))
+		goto out;
+	memset(&s, 0, sizeof(s));
+	s.opc = NVME_ADMIN_IDENTIFY;
+	s.nsid = 1;
+	s.cdw10 = NVME_IDENTIFY_CNS_NS;
+	if ((rc = admin(ctx, c, &s, idn, err, errlen)))
+		goto out;
+	memcpy(ns->model, idc->mn, 40);
+	ns->model[40] = 0;
+	for (int i = 39; i >= 0 && ns->model[i] == ' '; i--)
+		ns->model[i] = 0;
+	ns->nsid = 1;
+	ns->nlba = idn->nsze;
+	ns->lba_size = 1u << idn->lbaf[idn->flbas & 0xf].lbads;
+	ns->mdts_bytes = idc->mdts ? (NVME_PAGE_SIZE << idc->mdts) : 0;
+	ns->mqes = idc->maxcmd ? idc->maxcmd : 65536; /* filled from CAP by the back end */
+	rc = 0;
+out:
+	free(idc);
+	free(idn);
+	return rc;
+}
+
+static void free_queues(struct bam_ctx *ctx)
+{
+	if (!ctx->qmem)
+		return;
+	for (uint32_t i = 0; i < ctx->n_ctrl * ctx->opts.qpairs; i++) {
+		struct bam_ctx_qmem *m = &ctx->qmem[i];
+		bam_mem_free(ctx, BAM_MEM_DEVICE, m->sq);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, m->cq);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, m->turn);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, m->mark);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, m->consumed);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, m->cid);
+	}
+	for (uint32_t c = 0; c < ctx->n_ctrl; c++)
+		if (ctx->qps_dev)
+			bam_mem_free(ctx, BAM_MEM_DEVICE, ctx->qps_dev[c]);
+	free(ctx->qmem);
+	free(ctx->qps_dev);
+	ctx->qmem = NULL;
+	ctx->qps_dev = NULL;
+}
+
+static int create_queues(struct bam_ctx *ctx, char *err, size_t errlen)
+{
+	const uint32_t nq = ctx->opts.qpairs, depth = ctx->opts.queue_depth;
+	ctx->qmem = calloc((size_t)ctx->n_ctrl * nq, sizeof(*ctx->qmem));
+	ctx->qps_dev = calloc(ctx->n_ctrl, sizeof(*ctx->qps_dev));
+	struct bam_qpair *host_qps = calloc(nq, sizeof(*host_qps));
+	if (!ctx->qmem || !ctx->qps_dev || !host_qps) {
+		free(host_qps);
+		return -ENOMEM;
+	}
+	uint32_t shift = 0;
+	while ((1u << shift) < depth)
+		shift++;
+	for (uint32_t c = 0; c < ctx->n_ctrl; c++) {
+		if (depth > ctx->ns[c].mqes) {
+			set_err(err, errlen, "queue depth %u exceeds controller %u's CAP.MQES+1 = %u", depth, c, ctx->ns[c].mqes);
+			free(host_qps);
+			return -EINVAL;
+		}
+		ctx->qps_dev[c] = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)nq * sizeof(struct bam_qpair));
+		if (!ctx->qps_dev[c])
+			goto nomem;
+		for (uint32_t q = 0; q < nq; q++) {
+			struct bam_ctx_qmem *m = &ctx->qmem[c * nq + q];
+			struct bam_qpair *h = &host_qps[q];
+			memset(h, 0, sizeof(*h));
+			m->sq = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * sizeof(struct nvme_sqe));
+			m->cq = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * sizeof(struct nvme_cqe));
+			m->turn = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * 4);
+			m->mark = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)(depth + 31) / 32 * 4);
+			m->consumed = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)(depth + 31) / 32 * 4);
+			m->cid = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * 4);
+			if (!m->sq || !m->cq || !m->turn || !m->mark || !m->consumed || !m->cid)
+				goto nomem;
+			h->sq = m->sq;
+			h->cq = m->cq;
+			h->sq_turn = m->turn;
+			h->sq_mark = m->mark;
+			h->cq_consumed = m->consumed;
+			h->cid_state = m->cid;
+			h->depth = depth;
+			h->depth_shift = shift;
+			h->qid = q + 1;
+			h->nsid = ctx->ns[c].nsid;
+			h->sq_doorbell = ctx->ops->doorbell(ctx->priv, c, q + 1, 0);
+			h->cq_doorbell = ctx->ops->doorbell(ctx->priv, c, q + 1, 1);
+
+			/* Create I/O CQ (5.4), then the SQ bound to it (5.5); physically
+			 * contiguous rings (PC = 1), no interrupts: completions are polled. */
+			struct nvme_sqe s;
+			memset(&s, 0, sizeof(s));
+			s.opc = NVME_ADMIN_CREATE_CQ;
+			s.prp1 = (uint64_t)(uintptr_t)m->cq;
+			s.cdw10 = ((depth - 1) << NVME_CREATE_Q_QSIZE_SHIFT) | (q + 1);
+			s.cdw11 = NVME_CREATE_CQ_PC;
+			int rc = admin(ctx, c, &s, NULL, err, errlen);
+			if (rc) {
+				free(host_qps);
+				return rc;
+			}
+			memset(&s, 0, sizeof(s));
+			s.opc = NVME_ADMIN_CREATE_SQ;
+			s.prp1 = (uint64_t)(uintptr_t)m->sq;
+			s.cdw10 = ((depth - 1) << NVME_CREATE_Q_QSIZE_SHIFT) | (q + 1);
+			s.cdw11 = ((q + 1) << NVME_CREATE_SQ_CQID_SHIFT) | NVME_CREATE_SQ_PC;
+			if ((rc = admin(ctx, c, &s, NULL, err, errlen))) {
+				free(host_qps);
+				return rc;
+			}
+		}
+		if (bam_mem_copy(ctx, ctx->qps_dev[c], host_qps, (uint64_t)nq * sizeof(struct bam_qpair))) {
+			free(host_qps);
+			return -EIO;
+		}
+		struct bam_dev_ctrl *dc = &ctx->host_dev.ctrl[c];
+		dc->qps = ctx->qps_dev[c];
+		dc->nlba = ctx->ns[c].nlba;
+		dc->lba_shift = 0;
+		while ((1u << dc->lba_shift) < ctx->ns[c].lba_size)
+			dc->lba_shift++;
+		dc->nsid = ctx->ns[c].nsid;
+		dc->max_nlb = ctx->ns[c].mdts_bytes ? ctx->ns[c].mdts_bytes >> dc->lba_shift : 65536;
+		if (dc->max_nlb > 65536)
+			dc->max_nlb = 65536;
+	}
+	free(host_qps);
+	return 0;
+nomem:
+	free(host_qps);
+	set_err(err, errlen, "out of memory for %u queue pairs of depth %u", nq, depth);
+	return -ENOMEM;
+}
+
+/* ---- open / close -------------------------------------------------------------- */
+
+int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct bam_ctx **out,
+		 char *err, size_t errlen)
+{
+	char localerr[512];
+	if (!err) {
+		err = localerr;
+		errlen = sizeof(localerr);
+	}
+	err[0] = 0;
+	if (!backend || !*backend)
+		backend = "emu";
+	const char *colon = strchr(backend, ':');
+	size_t nlen = colon ? (size_t)(colon - backend) : strlen(backend);
+	const struct bam_backend_ops *ops = bam_backend_find(backend, nlen);
+	if (!ops) {
+		set_err(err, errlen, "unknown back end '%.*s' (known: emu, file)", (int)nlen, backend);
+		return -EINVAL;
+	}
+	struct bam_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	if (opts)
+		ctx->opts = *opts;
+	ctx->ops = ops;
+
+	enum bam_target t = ctx->opts.target;
+#ifdef BAM_HAVE_CUDA
+	int have_gpu = bam_gpu_available();
+#else
+	int have_gpu = 0;
+#endif
+	if (t == BAM_TARGET_AUTO)
+		t = have_gpu ? BAM_TARGET_GPU : BAM_TARGET_CPU;
+	if (t == BAM_TARGET_GPU && !have_gpu) {
+		set_err(err, errlen, "GPU target asked for, but %s",
+#ifdef BAM_HAVE_CUDA
+			"no usable CUDA device was found"
+#else
+			"this build has no CUDA (configure on a machine with nvcc)"
+#endif
+		);
+		free(ctx);
+		return -ENODEV;
+	}
+	ctx->target = t;
+	if (!ctx->opts.qpairs)
+		ctx->opts.qpairs = t == BAM_TARGET_GPU ? 128 : 16;
+	if (!ctx->opts.queue_depth)
+		ctx->opts.queue_depth = t == BAM_TARGET_GPU ? 1024 : 256;
+	if (!ctx->opts.timeout_ns)
+		ctx->opts.timeout_ns = 5000000000ull;
+	uint32_t d = ctx->opts.queue_depth;
+	if (d < 2 || d > 65536 || (d & (d - 1))) {
+		set_err(err, errlen, "queue depth %u: must be a power of two from 2 to 65536", d);
+		free(ctx);
+		return -EINVAL;
+	}
+	if (ctx->opts.qpairs > 65535) {
+		set_err(err, errlen, "%u queue pairs: at most 65535 per controller", ctx->opts.qpairs);
+		free(ctx);
+		return -EINVAL;
+	}
+
+	int rc = ops->open(ctx, colon ? colon + 1 : "", &ctx->priv, &ctx->n_ctrl, err, errlen);
+	if (rc) {
+		free(ctx);
+		return rc;
+	}
+	if (ctx->n_ctrl == 0 || ctx->n_ctrl > BAM_MAX_CTRLS) {
+		set_err(err, errlen, "back end opened %u controllers (1 to %u supported)", ctx->n_ctrl, BAM_MAX_CTRLS);
+		rc = -EINVAL;
+		goto fail;
+	}
+	for (uint32_t c = 0; c < ctx->n_ctrl; c++)
+		if ((rc = identify(ctx, c, err, errlen)))
+			goto fail;
+	ctx->host_dev.n_ctrl = ctx->n_ctrl;
+	ctx->host_dev.n_qp = ctx->opts.qpairs;
+	ctx->host_dev.timeout_ns = ctx->opts.timeout_ns;
+	if ((rc = create_queues(ctx, err, errlen)))
+		goto fail;
+	ctx->dev = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bam_dev));
+	if (!ctx->dev) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = bam_mem_copy(ctx, ctx->dev, &ctx->host_dev, sizeof(struct bam_dev))))
+		goto fail;
+	if ((rc = ops->start(ctx->priv))) {
+		set_err(err, errlen, "%s: controllers failed to start: %s", ops->name, bam_strerror(rc));
+		goto fail;
+	}
+	ctx->started = 1;
+	snprintf(ctx->desc, sizeof(ctx->desc), "%s", ops->desc ? ops->desc(ctx->priv) : ops->name);
+	*out = ctx;
+	return 0;
+fail:
+	if (!err[0])
+		set_err(err, errlen, "%s", bam_strerror(rc));
+	bam_ctx_close(ctx);
+	return rc;
+}
+
+void bam_ctx_close(struct bam_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->started && ctx->ops->stop)
+		ctx->ops->stop(ctx->priv);
+	free_queues(ctx);
+	if (ctx->dev)
+		bam_mem_free(ctx, BAM_MEM_DEVICE, ctx->dev);
+	if (ctx->priv && ctx->ops->close)
+		ctx->ops->close(ctx->priv);
+	free(ctx);
+}
+
+/* ---- accessors ----------------------------------------------------------------- */
+
+enum bam_target bam_ctx_target(const struct bam_ctx *ctx) { return ctx->target; }
+uint32_t bam_ctx_ctrl_count(const struct bam_ctx *ctx) { return ctx->n_ctrl; }
+uint32_t bam_ctx_qpairs(const struct bam_ctx *ctx) { return ctx->opts.qpairs; }
+uint32_t bam_ctx_queue_depth(const struct bam_ctx *ctx) { return ctx->opts.queue_depth; }
+uint64_t bam_ctx_timeout_ns(const struct bam_ctx *ctx) { return ctx->opts.timeout_ns; }
+const char *bam_ctx_backend_desc(const struct bam_ctx *ctx) { return ctx->desc; }
+const char *bam_ctx_error(const struct bam_ctx *ctx) { return ctx->errmsg; }
+struct bam_dev *bam_ctx_dev(struct bam_ctx *ctx) { return ctx->dev; }
+
+int bam_ctx_ns_info(const struct bam_ctx *ctx, uint32_t i, struct bam_ns_info *out)
+{
+	if (i >= ctx->n_ctrl)
+		return -EINVAL;
+	*out = ctx->ns[i];
+	return 0;
+}
+
+int bam_ctx_media_write(struct bam_ctx *ctx, uint32_t i, uint64_t off, const void *buf, uint64_t len)
+{
+	if (i >= ctx->n_ctrl)
+		return -EINVAL;
+	uint64_t cap = ctx->ns[i].nlba * ctx->ns[i].lba_size;
+	if (off > cap || len > cap - off)
+		return -ERANGE;
+	return ctx->ops->media_rw(ctx->priv, i, off, (void *)(uintptr_t)buf, len, 1);
+}
+
+int bam_ctx_media_read(struct bam_ctx *ctx, uint32_t i, uint64_t off, void *buf, uint64_t len)
+{
+	if (i >= ctx->n_ctrl)
+		return -EINVAL;
+	uint64_t cap = ctx->ns[i].nlba * ctx->ns[i].lba_size;
+	if (off > cap || len > cap - off)
+		return -ERANGE;
+	return ctx->ops->media_rw(ctx->priv, i, off, buf, len, 0);
+}
+
+int bam_ctx_ctrl_stats(struct bam_ctx *ctx, uint32_t i, struct bam_ctrl_stats *out)
+{
+	if (i >= ctx->n_ctrl)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	int rc = ctx->ops->stats ? ctx->ops->stats(ctx->priv, i, out) : 0;
+	if (rc)
+		return rc;
+	uint32_t nq = ctx->opts.qpairs;
+	struct bam_qpair *qps = malloc((size_t)nq * sizeof(*qps));
+	if (!qps)
+		return -ENOMEM;
+	if ((rc = bam_mem_copy(ctx, qps, ctx->qps_dev[i], (uint64_t)nq * sizeof(*qps))) == 0) {
+		for (uint32_t q = 0; q < nq; q++) {
+			out->qp.submitted += qps[q].cnt.submitted;
+			out->qp.completed += qps[q].cnt.completed;
+			out->qp.doorbells += qps[q].cnt.doorbells;
+			out->qp.timeouts += qps[q].cnt.timeouts;
+			out->qp.late += qps[q].cnt.late;
+			out->qp.stray += qps[q].cnt.stray;
+		}
+	}
+	free(qps);
+	return rc;
+}
+
+const char *bam_strerror(int err)
+{
+	switch (err) {
+	case 0: return "success";
+	case -ETIMEDOUT: return "timed out waiting for the controller";
+	case -EIO: return "I/O error (NVMe status not success)";
+	case -EINVAL: return "invalid argument";
+	case -ENOMEM: return "out of memory";
+	case -ENODEV: return "no such device";
+	case -ERANGE: return "out of range";
+	case -EBUSY: return "busy: every cache line is referenced";
+	case -ENOSPC: return "no space";
+	case -EAGAIN: return "resource temporarily unavailable";
+	default: return strerror(err < 0 ? -err : err);
+	}
+}

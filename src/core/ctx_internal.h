@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal layout of a context; shared by the core and the back ends in this tree. */
+#ifndef BAM_CTX_INTERNAL_H
+#define BAM_CTX_INTERNAL_H
+
+#include "bam/bam.h"
+#include "bam/backend.h"
+#include "bam/dev.h"
+
+struct bam_ctx_qmem {
+	/* host-side record of each queue pair's allocations (device or host memory) */
+	void *qp;     /* struct bam_qpair */
+	void *sq, *cq, *turn, *mark, *consumed, *cid;
+};
+
+struct bam_ctx {
+	enum bam_target target;
+	struct bam_ctx_opts opts;
+	const struct bam_backend_ops *ops;
+	void *priv;
+	uint32_t n_ctrl;
+	struct bam_ns_info ns[BAM_MAX_CTRLS];
+	struct bam_ctx_qmem *qmem;       /* [n_ctrl * qpairs] */
+	struct bam_qpair **qps_dev;      /* [n_ctrl] arrays of qpairs (target memory) */
+	struct bam_dev host_dev;         /* host copy of the device view */
+	struct bam_dev *dev;             /* target copy */
+	int started;
+	char desc[512];
+	char errmsg[512];
+};
+
+/* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. */
+int bam_gpu_available(void);
+void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);
+void bam_gpu_free(enum bam_mem_kind kind, void *p);
+int bam_gpu_copy(void *dst, const void *src, uint64_t bytes);
+int bam_gpu_memset(void *dst, int c, uint64_t bytes);
+
+#endif

@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "emu" back end: emulated NVMe controllers (the embedded default). Admin commands
+ * run synchronously on the host; I/O queues are served by host threads on the CPU
+ * target and by GPU-resident workers on the GPU target (emu_gpu.cu), both executing
+ * emu_core.h. Back-end string keys: docs/BACKENDS.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../core/ctx_internal.h"
+#include "emu.h"
+
+struct emu_cfg {
+	const struct bam_emu_profile *profile;
+	uint32_t count;
+	uint64_t size;       /* bytes per controller */
+	uint32_t lba;        /* LBA size */
+	int media_file;
+	char path[400];
+	uint32_t workers;
+	struct emu_faults f;
+	char bad[200];
+};
+
+struct emu_host_ctrl {
+	struct emu_ctrl h;        /* host mirror (admin state, config) */
+	struct emu_ctrl *d;       /* the copy the workers use (== &h on the CPU target) */
+	struct emu_queue *qh;     /* host mirror of the queue table */
+	uint8_t *media;
+	uint64_t media_bytes;
+	int media_mmapped;        /* 1 = mmap (file or anonymous), 0 = bam_mem_alloc */
+	int fd;
+	void *dev_q, *dev_db;     /* GPU allocations */
+};
+
+struct emu_worker;
+struct emu {
+	struct bam_ctx *ctx;
+	struct emu_cfg cfg;
+	uint32_t n;
+	struct emu_host_ctrl *c;
+	uint32_t *stop;           /* host word (pinned + mapped on the GPU target) */
+	pthread_t *threads;
+	struct emu_worker *workers;
+	uint32_t n_threads;
+	void *gpu;                /* GPU worker handle */
+	char desc[600];
+};
+
+/* ---- option parsing ------------------------------------------------------------ */
+
+static int parse_rate(const char *v, uint32_t *ppm)
+{
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || *end || d < 0 || d > 1)
+		return -EINVAL;
+	*ppm = (uint32_t)(d * 1e6 + 0.5);
+	return 0;
+}
+
+static int emu_kv(void *arg, const char *k, const char *v)
+{
+	struct emu_cfg *c = arg;
+	char *end;
+	int rc = 0;
+	if (!strcmp(k, "profile")) {
+		c->profile = bam_emu_profile_find(v);
+		if (!c->profile)
+			snprintf(c->bad, sizeof(c->bad), "unknown profile '%s' (known: %s)", v, bam_emu_profile_names());
+		return c->profile ? 0 : -EINVAL;
+	} else if (!strcmp(k, "count")) {
+		unsigned long n = strtoul(v, &end, 10);
+		if (*end || n < 1 || n > BAM_MAX_CTRLS)
+			rc = -EINVAL;
+		c->count = (uint32_t)n;
+	} else if (!strcmp(k, "size")) {
+		rc = bam_parse_size(v, &c->size);
+		if (!rc && c->size == 0)
+			rc = -EINVAL;
+	} else if (!strcmp(k, "lba")) {
+		unsigned long n = strtoul(v, &end, 10);
+		if (*end || (n != 512 && n != 4096))
+			rc = -EINVAL;
+		c->lba = (uint32_t)n;
+	} else if (!strcmp(k, "media")) {
+		if (!strcmp(v, "dram"))
+			c->media_file = 0;
+		else if (!strcmp(v, "file"))
+			c->media_file = 1;
+		else
+			rc = -EINVAL;
+	} else if (!strcmp(k, "path")) {
+		snprintf(c->path, sizeof(c->path), "%s", v);
+		c->media_file = 1;
+	} else if (!strcmp(k, "workers")) {
+		unsigned long n = strtoul(v, &end, 10);
+		if (*end || n < 1 || n > 1024)
+			rc = -EINVAL;
+		c->workers = (uint32_t)n;
+	} else if (!strcmp(k, "err_lba")) {
+		/* START-END (end exclusive) */
+		unsigned long long a = strtoull(v, &end, 10), b;
+		if (*end != '-')
+			rc = -EINVAL;
+		else {
+			b = strtoull(end + 1, &end, 10);
+			if (*end || b <= a)
+				rc = -EINVAL;
+			c->f.err_slba = a;
+			c->f.err_elba = b;
+		}
+	} else if (!strcmp(k, "err_rate")) {
+		rc = parse_rate(v, &c->f.err_rate_ppm);
+	} else if (!strcmp(k, "delay_rate")) {
+		rc = parse_rate(v, &c->f.delay_rate_ppm);
+	} else if (!strcmp(k, "delay_us")) {
+		unsigned long long n = strtoull(v, &end, 10);
+		if (*end)
+			rc = -EINVAL;
+		c->f.delay_ns = n * 1000ull;
+	} else if (!strcmp(k, "drop_rate")) {
+		rc = parse_rate(v, &c->f.drop_rate_ppm);
+	} else if (!strcmp(k, "stop_after")) {
+		unsigned long long n = strtoull(v, &end, 10);
+		if (*end || n == 0)
+			rc = -EINVAL;
+		c->f.stop_after = n;
+	} else if (!strcmp(k, "seed")) {
+		c->f.seed = strtoull(v, &end, 0);
+		if (*end)
+			rc = -EINVAL;
+	} else {
+		snprintf(c->bad, sizeof(c->bad), "unknown key '%s' (keys: profile, count, size, lba, media, path, workers, err_lba, err_rate, delay_rate, delay_us, drop_rate, stop_after, seed)", k);
+		return -EINVAL;
+	}
+	if (rc && !c->bad[0])
+		snprintf(c->bad, sizeof(c->bad), "bad value '%s' for key '%s'", v, k);
+	return rc;
+}
+
+/* ---- media --------------------------------------------------------------------- */
+
+static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
+{
+	struct emu_host_ctrl *hc = &e->c[i];
+	uint64_t bytes = e->cfg.size;
+	hc->fd = -1;
+	if (e->cfg.media_file) {
+		char path[420];
+		if (e->n > 1)
+			snprintf(path, sizeof(path), "%s.%u", e->cfg.path, i);
+		else
+			snprintf(path, sizeof(path), "%s", e->cfg.path);
+		hc->fd = open(path, O_RDWR | O_CREAT, 0644);
+		if (hc->fd < 0) {
+			int rc = -errno;
+			snprintf(err, errlen, "emu: media file %s: %s", path, strerror(errno));
+			return rc;
+		}
+		struct stat st;
+		fstat(hc->fd, &st);
+		if (!e->cfg.size)
+			bytes = (uint64_t)st.st_size;
+		bytes -= bytes % e->cfg.lba;
+		if (bytes == 0) {
+			snprintf(err, errlen, "emu: media file %s is empty: give size=", path);
+			return -EINVAL;
+		}
+		if ((uint64_t)st.st_size < bytes && ftruncate(hc->fd, (off_t)bytes)) {
+			int rc = -errno;
+			snprintf(err, errlen, "emu: cannot size %s to %llu bytes: %s", path, (unsigned long long)bytes, strerror(errno));
+			return rc;
+		}
+		hc->media = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, hc->fd, 0);
+		if (hc->media == MAP_FAILED) {
+			hc->media = NULL;
+			snprintf(err, errlen, "emu: mmap %s: %s", path, strerror(errno));
+			return -ENOMEM;
+		}
+		hc->media_mmapped = 1;
+	} else if (e->ctx->target == BAM_TARGET_CPU) {
+		/* anonymous mapping: untouched blocks cost no memory and read as zeros */
+		hc->media = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (hc->media == MAP_FAILED) {
+			hc->media = NULL;
+			snprintf(err, errlen, "emu: cannot map %llu bytes of media", (unsigned long long)bytes);
+			return -ENOMEM;
+		}
+		hc->media_mmapped = 1;
+	} else {
+		hc->media = bam_mem_alloc(e->ctx, BAM_MEM_HOST_PINNED, bytes);
+		if (!hc->media) {
+			snprintf(err, errlen, "emu: cannot pin %llu bytes of host memory for media", (unsigned long long)bytes);
+			return -ENOMEM;
+		}
+	}
+#ifdef BAM_HAVE_CUDA
+	if (hc->media_mmapped && e->ctx->target == BAM_TARGET_GPU) {
+		extern int bam_gpu_host_register(void *p, uint64_t bytes);
+		if (bam_gpu_host_register(hc->media, bytes)) {
+			snprintf(err, errlen, "emu: cannot register file media with the GPU");
+			return -EIO;
+		}
+	}
+#endif
+	hc->media_bytes = bytes;
+	return 0;
+}
+
+static void media_close(struct emu *e, struct emu_host_ctrl *hc)
+{
+	if (!hc->media)
+		return;
+	if (hc->media_mmapped) {
+#ifdef BAM_HAVE_CUDA
+		if (e->ctx->target == BAM_TARGET_GPU) {
+			extern void bam_gpu_host_unregister(void *p);
+			bam_gpu_host_unregister(hc->media);
+		}
+#endif
+		if (hc->fd >= 0)
+			msync(hc->media, hc->media_bytes, MS_SYNC);
+		munmap(hc->media, hc->media_bytes);
+	} else {
+		bam_mem_free(e->ctx, BAM_MEM_HOST_PINNED, hc->media);
+	}
+	if (hc->fd >= 0)
+		close(hc->fd);
+	hc->media = NULL;
+}
+
+/* ---- ops ----------------------------------------------------------------------- */
+
+static void emu_close(void *priv);
+
+static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
+{
+	struct emu *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->ctx = ctx;
+	e->cfg.profile = bam_emu_profile_find("unlimited");
+	e->cfg.count = 1;
+	e->cfg.lba = 512;
+	e->cfg.f.seed = 1;
+	int rc = bam_kv_parse(args, emu_kv, &e->cfg);
+	if (rc) {
+		snprintf(err, errlen, "emu: %s", e->cfg.bad[0] ? e->cfg.bad : "malformed options");
+		free(e);
+		return rc;
+	}
+	if (e->cfg.media_file && !e->cfg.path[0]) {
+		snprintf(err, errlen, "emu: media=file needs path=FILE");
+		free(e);
+		return -EINVAL;
+	}
+	if (!e->cfg.size && !e->cfg.media_file)
+		e->cfg.size = 1ull << 30;
+	if (e->cfg.size % e->cfg.lba) {
+		snprintf(err, errlen, "emu: size %llu is not a multiple of the LBA size %u",
+			 (unsigned long long)e->cfg.size, e->cfg.lba);
+		free(e);
+		return -EINVAL;
+	}
+	if (ctx->opts.qpairs > EMU_MAX_QUEUES) {
+		snprintf(err, errlen, "emu: %u queue pairs: at most %u", ctx->opts.qpairs, EMU_MAX_QUEUES);
+		free(e);
+		return -EINVAL;
+	}
+	if (!e->cfg.workers)
+		e->cfg.workers = ctx->opts.ctrl_workers;
+	e->n = e->cfg.count;
+	e->c = calloc(e->n, sizeof(*e->c));
+	e->stop = bam_mem_alloc(ctx, BAM_MEM_HOST_PINNED, 4096);
+	if (!e->c || !e->stop) {
+		free(e->c);
+		free(e);
+		return -ENOMEM;
+	}
+	*priv = e;
+	for (uint32_t i = 0; i < e->n; i++) {
+		struct emu_host_ctrl *hc = &e->c[i];
+		if ((rc = media_open(e, i, err, errlen))) {
+			e->n = i + 1;
+			emu_close(e);
+			*priv = NULL;
+			return rc;
+		}
+		struct emu_ctrl *h = &hc->h;
+		h->media = hc->media;
+		h->lba_shift = e->cfg.lba == 4096 ? 12 : 9;
+		h->nlba = hc->media_bytes >> h->lba_shift;
+		h->index = i;
+		bam_emu_profile_timing(e->cfg.profile, &h->t);
+		h->f = e->cfg.f;
+		h->f.seed = emu_mix64(e->cfg.f.seed + i);
+		hc->qh = calloc(EMU_MAX_QUEUES + 1, sizeof(struct emu_queue));
+		if (!hc->qh) {
+			e->n = i + 1;
+			emu_close(e);
+			*priv = NULL;
+			return -ENOMEM;
+		}
+		h->q = hc->qh;
+		h->db = calloc(2 * (EMU_MAX_QUEUES + 1), sizeof(uint32_t));
+		if (ctx->target == BAM_TARGET_GPU) {
+			/* doorbells and queue table in GPU memory, where the workers poll */
+			hc->dev_db = bam_mem_alloc(ctx, BAM_MEM_DEVICE, 2 * (EMU_MAX_QUEUES + 1) * sizeof(uint32_t));
+			hc->dev_q = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (EMU_MAX_QUEUES + 1) * sizeof(struct emu_queue));
+			hc->d = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct emu_ctrl));
+			if (!hc->dev_db || !hc->dev_q || !hc->d || !h->db) {
+				e->n = i + 1;
+				emu_close(e);
+				*priv = NULL;
+				return -ENOMEM;
+			}
+		} else {
+			hc->d = h;
+		}
+	}
+	snprintf(e->desc, sizeof(e->desc), "emu:profile=%s,count=%u,size=%llu,lba=%u,media=%s%s%s", e->cfg.profile->name,
+		 e->n, (unsigned long long)e->c[0].media_bytes, e->cfg.lba, e->cfg.media_file ? "file,path=" : "dram",
+		 e->cfg.media_file ? e->cfg.path : "",
+		 (e->cfg.f.err_elba || e->cfg.f.err_rate_ppm || e->cfg.f.delay_rate_ppm || e->cfg.f.drop_rate_ppm || e->cfg.f.stop_after) ? ",inject" : "");
+	*n_ctrl = e->n;
+	return 0;
+}
+
+static int emu_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *data, struct nvme_cqe *cqe)
+{
+	struct emu *e = priv;
+	struct emu_host_ctrl *hc = &e->c[ci];
+	struct emu_ctrl *h = &hc->h;
+	uint16_t st = 0;
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->cid = s->cid;
+	switch (s->opc) {
+	case NVME_ADMIN_IDENTIFY: {
+		uint8_t cns = s->cdw10 & 0xff;
+		if (!data) {
+			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		} else if (cns == NVME_IDENTIFY_CNS_CTRL) {
+			struct nvme_id_ctrl *id = data;
+			memset(id, 0, sizeof(*id));
+			id->vid = 0xbaba;
+			snprintf(id->sn, sizeof(id->sn), "BAMEMU%04u", ci);
+			char mn[41];
+			memset(mn, ' ', 40);
+			size_t l = strlen(e->cfg.profile->model);
+			memcpy(mn, e->cfg.profile->model, l > 40 ? 40 : l);
+			memcpy(id->mn, mn, 40);
+			memcpy(id->fr, "0.1     ", 8);
+			id->mdts = EMU_MDTS;
+			id->ver = NVME_VS(2, 0, 0);
+			id->sqes = 0x66;
+			id->cqes = 0x44;
+			id->maxcmd = 0xffff;
+			id->nn = 1;
+		} else if (cns == NVME_IDENTIFY_CNS_NS) {
+			if (s->nsid != 1) {
+				st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
+				break;
+			}
+			struct nvme_id_ns *id = data;
+			memset(id, 0, sizeof(*id));
+			id->nsze = id->ncap = id->nuse = h->nlba;
+			id->nlbaf = 0;
+			id->flbas = 0;
+			id->lbaf[0].lbads = (uint8_t)h->lba_shift;
+		} else {
+			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+		}
+		break;
+	}
+	case NVME_ADMIN_CREATE_CQ:
+	case NVME_ADMIN_CREATE_SQ: {
+		uint32_t qid = s->cdw10 & 0xffff, qsize = (s->cdw10 >> 16) + 1;
+		if (qid == 0 || qid > EMU_MAX_QUEUES) {
+			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
+			break;
+		}
+		if (qsize < 2 || qsize > 65536) {
+			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
+			break;
+		}
+		if (!(s->cdw11 & 1u) || !s->prp1 || (s->prp1 & (NVME_PAGE_SIZE - 1))) {
+			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+			break;
+		}
+		struct emu_queue *q = &hc->qh[qid];
+		if (s->opc == NVME_ADMIN_CREATE_CQ) {
+			q->cq = (struct nvme_cqe *)(uintptr_t)s->prp1;
+			q->depth = qsize;
+			q->cq_tail = 0;
+			q->phase = 1;
+		} else {
+			uint32_t cqid = s->cdw11 >> 16;
+			if (cqid != qid || !q->cq) {
+				st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_CQ_INVALID);
+				break;
+			}
+			if (qsize != q->depth) {
+				st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
+				break;
+			}
+			q->sq = (struct nvme_sqe *)(uintptr_t)s->prp1;
+			q->sq_head = 0;
+			q->sqid = qid;
+			q->created = 1;
+			if (qid > h->nq)
+				h->nq = qid;
+		}
+		break;
+	}
+	case NVME_ADMIN_DELETE_SQ:
+	case NVME_ADMIN_DELETE_CQ: {
+		uint32_t qid = s->cdw10 & 0xffff;
+		if (qid == 0 || qid > EMU_MAX_QUEUES || !hc->qh[qid].cq) {
+			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
+			break;
+		}
+		hc->qh[qid].created = 0;
+		if (s->opc == NVME_ADMIN_DELETE_CQ)
+			hc->qh[qid].cq = NULL;
+		break;
+	}
+	default:
+		st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
+	}
+	cqe->status = st;
+	return 0;
+}
+
+static uint32_t *emu_doorbell(void *priv, uint32_t ci, uint32_t qid, int cq)
+{
+	struct emu *e = priv;
+	struct emu_host_ctrl *hc = &e->c[ci];
+	uint32_t *db = e->ctx->target == BAM_TARGET_GPU ? hc->dev_db : hc->h.db;
+	return &db[2 * qid + (cq ? 1 : 0)];
+}
+
+/* ---- CPU-target workers ---------------------------------------------------------- */
+
+struct emu_worker {
+	struct emu *e;
+	uint32_t ctrl, w, nw;
+};
+
+/* Execute one fetched SQE on the host and post its completion. */
+static void emu_exec_host(struct emu_ctrl *c, struct emu_queue *q, const struct nvme_sqe *s, const uint32_t *stop)
+{
+	uint32_t bytes = 0;
+	int drop = 0;
+	uint64_t extra = 0;
+	uint64_t now = bam_time_ns();
+	uint64_t id = bam_fetch_add_relaxed_gpu_u64(&c->cnt.cmds, 0) ^ ((uint64_t)q->sqid << 40) ^ ((uint64_t)q->sq_head << 20) ^ s->cid;
+	uint16_t st = emu_validate(c, s, &bytes);
+	if (!st)
+		st = emu_inject(c, s, id, &drop, &extra);
+	if (!st && bytes) {
+		struct emu_prp_iter it;
+		uint64_t addr, off = nvme_sqe_slba(s) << c->lba_shift;
+		uint32_t len;
+		int r;
+		emu_prp_begin(&it, s, bytes);
+		while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+			void *p = (void *)(uintptr_t)addr;
+			if (s->opc == NVME_CMD_READ)
+				memcpy(p, c->media + off, len);
+			else
+				memcpy(c->media + off, p, len);
+			off += len;
+		}
+		if (r < 0)
+			st = (uint16_t)-r;
+	}
+	emu_count(c, s, bytes, st);
+	uint64_t ready = st ? 0 : emu_ready_time(c, s->opc == NVME_CMD_WRITE, bytes, now);
+	if (extra)
+		ready = (ready ? ready : now) + extra;
+	while (ready && bam_time_ns() < ready && !bam_load_relaxed_u32(stop))
+		; /* timing model: hold the completion until its time */
+	if (!drop)
+		emu_post_cqe(q, s->cid, st);
+}
+
+static void *emu_worker_main(void *arg)
+{
+	struct emu_worker *wk = arg;
+	struct emu *e = wk->e;
+	struct emu_ctrl *c = &e->c[wk->ctrl].h;
+	uint32_t idle = 0;
+	while (!bam_load_acquire_gpu_u32(e->stop)) {
+		int busy = 0;
+		for (uint32_t qid = 1 + wk->w; qid <= c->nq; qid += wk->nw) {
+			struct emu_queue *q = &c->q[qid];
+			if (!q->created)
+				continue;
+			/* doorbell value written by the submitters (release): SQEs before it */
+			uint32_t tail = bam_load_acquire_sys_u32(&c->db[2 * qid]);
+			if (tail >= q->depth)
+				continue; /* invalid doorbell write: ignored (Base 4.1: an error) */
+			while (q->sq_head != tail) {
+				if (c->f.stop_after && bam_load_relaxed_u64(&c->cnt.cmds) >= c->f.stop_after)
+					break; /* fault: the controller stopped answering */
+				if (emu_cq_full(c, q, qid))
+					break;
+				struct nvme_sqe s = q->sq[q->sq_head];
+				q->sq_head = q->sq_head + 1 == q->depth ? 0 : q->sq_head + 1;
+				emu_exec_host(c, q, &s, e->stop);
+				busy = 1;
+			}
+		}
+		if (busy) {
+			idle = 0;
+		} else if (++idle > 64) {
+			usleep(idle > 4096 ? 200 : 20); /* idle controller: do not burn a core */
+		} else {
+			bam_spin_pause(idle);
+		}
+	}
+	return NULL;
+}
+
+static int emu_start(void *priv)
+{
+	struct emu *e = priv;
+	*e->stop = 0;
+	if (e->ctx->target == BAM_TARGET_GPU) {
+#ifdef BAM_HAVE_CUDA
+		struct emu_ctrl *dctrls[BAM_MAX_CTRLS];
+		uint32_t nq[BAM_MAX_CTRLS];
+		for (uint32_t i = 0; i < e->n; i++) {
+			struct emu_host_ctrl *hc = &e->c[i];
+			struct emu_ctrl tmp = hc->h;
+			tmp.q = hc->dev_q;
+			tmp.db = hc->dev_db;
+			if (bam_mem_copy(e->ctx, hc->dev_q, hc->qh, (EMU_MAX_QUEUES + 1) * sizeof(struct emu_queue)) ||
+			    bam_mem_copy(e->ctx, hc->d, &tmp, sizeof(tmp)))
+				return -EIO;
+			dctrls[i] = hc->d;
+			nq[i] = hc->h.nq;
+		}
+		uint32_t w = e->cfg.workers ? e->cfg.workers : 0;
+		char err[256];
+		int rc = bam_emu_gpu_start(dctrls, e->n, nq, w, e->stop, &e->gpu, err, sizeof(err));
+		if (rc)
+			snprintf(e->ctx->errmsg, sizeof(e->ctx->errmsg), "%s", err);
+		return rc;
+#else
+		return -ENODEV;
+#endif
+	}
+	uint32_t per = e->cfg.workers ? e->cfg.workers : 2;
+	for (uint32_t i = 0; i < e->n; i++)
+		if (e->c[i].h.nq && per > e->c[i].h.nq)
+			per = e->c[i].h.nq;
+	e->threads = calloc((size_t)e->n * per, sizeof(pthread_t));
+	e->workers = calloc((size_t)e->n * per, sizeof(*e->workers));
+	if (!e->threads || !e->workers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < e->n; i++)
+		for (uint32_t w = 0; w < per; w++) {
+			struct emu_worker *k = &e->workers[i * per + w];
+			k->e = e;
+			k->ctrl = i;
+			k->w = w;
+			k->nw = per;
+			if (pthread_create(&e->threads[e->n_threads], NULL, emu_worker_main, k)) {
+				bam_store_release_sys_u32(e->stop, 1);
+				for (uint32_t j = 0; j < e->n_threads; j++)
+					pthread_join(e->threads[j], NULL);
+				e->n_threads = 0;
+				return -EAGAIN;
+			}
+			e->n_threads++;
+		}
+	return 0;
+}
+
+static void emu_stop(void *priv)
+{
+	struct emu *e = priv;
+	bam_store_release_sys_u32(e->stop, 1);
+#ifdef BAM_HAVE_CUDA
+	if (e->gpu) {
+		bam_emu_gpu_stop(e->gpu);
+		e->gpu = NULL;
+		/* fetch the counters the GPU workers kept */
+		for (uint32_t i = 0; i < e->n; i++) {
+			struct emu_ctrl tmp;
+			if (!bam_mem_copy(e->ctx, &tmp, e->c[i].d, sizeof(tmp)))
+				e->c[i].h.cnt = tmp.cnt;
+		}
+	}
+#endif
+	if (e->threads) {
+		for (uint32_t j = 0; j < e->n_threads; j++)
+			pthread_join(e->threads[j], NULL);
+		free(e->workers);
+		e->workers = NULL;
+		free(e->threads);
+		e->threads = NULL;
+		e->n_threads = 0;
+	}
+}
+
+static int emu_media_rw(void *priv, uint32_t ci, uint64_t off, void *buf, uint64_t len, int write)
+{
+	struct emu *e = priv;
+	struct emu_host_ctrl *hc = &e->c[ci];
+	if (off > hc->media_bytes || len > hc->media_bytes - off)
+		return -ERANGE;
+	if (write)
+		memcpy(hc->media + off, buf, len);
+	else
+		memcpy(buf, hc->media + off, len);
+	return 0;
+}
+
+static int emu_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
+{
+	struct emu *e = priv;
+	struct emu_host_ctrl *hc = &e->c[ci];
+	struct emu_counters k = hc->h.cnt;
+#ifdef BAM_HAVE_CUDA
+	if (e->ctx->target == BAM_TARGET_GPU && e->gpu) {
+		struct emu_ctrl tmp;
+		if (bam_mem_copy(e->ctx, &tmp, hc->d, sizeof(tmp)))
+			return -EIO;
+		k = tmp.cnt;
+	}
+#endif
+	out->cmds = k.cmds;
+	out->reads = k.reads;
+	out->writes = k.writes;
+	out->flushes = k.flushes;
+	out->bytes_read = k.bytes_read;
+	out->bytes_written = k.bytes_written;
+	out->errors = k.errors;
+	out->injected = k.injected;
+	return 0;
+}
+
+static const char *emu_desc(void *priv)
+{
+	return ((struct emu *)priv)->desc;
+}
+
+static void emu_close(void *priv)
+{
+	struct emu *e = priv;
+	if (!e)
+		return;
+	for (uint32_t i = 0; i < e->n; i++) {
+		struct emu_host_ctrl *hc = &e->c[i];
+		media_close(e, hc);
+		if (e->ctx->target == BAM_TARGET_GPU) {
+			bam_mem_free(e->ctx, BAM_MEM_DEVICE, hc->dev_db);
+			bam_mem_free(e->ctx, BAM_MEM_DEVICE, hc->dev_q);
+			bam_mem_free(e->ctx, BAM_MEM_DEVICE, hc->d);
+		}
+		free(hc->qh);
+		free(hc->h.db);
+	}
+	bam_mem_free(e->ctx, BAM_MEM_HOST_PINNED, e->stop);
+	free(e->c);
+	free(e);
+}
+
+static const struct bam_backend_ops emu_ops = {
+	.name = "emu",
+	.open = emu_open,
+	.admin = emu_admin,
+	.doorbell = emu_doorbell,
+	.start = emu_start,
+	.stop = emu_stop,
+	.media_rw = emu_media_rw,
+	.stats = emu_stats,
+	.desc = emu_desc,
+	.close = emu_close,
+};
+
+__attribute__((constructor)) static void emu_register(void)
+{
+	bam_backend_register(&emu_ops);
+}

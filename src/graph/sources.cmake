@@ -1,0 +1,2 @@
+# Sources of the graph I/O module (importers, generator, CSR file format, CPU reference).
+set(BAM_GRAPH_SOURCES)

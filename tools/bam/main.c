@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* bam: one CLI, subcommands (bench, graph, bfs, cc). */
+#include <stdio.h>
+#include <string.h>
+#include "cmds.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: bam COMMAND [options]\n\n"
+		   "commands:\n"
+		   "  bench         fio-like I/O benchmark through the queues (and the cache with --array)\n"
+		   "  graph import  convert a graph file (SNAP, Matrix Market, LAW graph-txt, arc list) to bam CSR\n"
+		   "  graph generate  Graph500 Kronecker generator\n"
+		   "  graph info    counts, degrees, checksum\n"
+		   "  bfs GRAPH     breadth-first search through bam\n"
+		   "  cc GRAPH      connected components through bam\n"
+		   "  demo          the main job: import cnr-2000, BFS + CC through the emulated SSD, verify\n\n"
+		   "'bam COMMAND --help' for the options of each.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	const char *c = argv[1];
+	if (!strcmp(c, "graph"))
+		return bam_cmd_graph(argc - 1, argv + 1);
+	fprintf(stderr, "bam: unknown command '%s'\n", c);
+	usage(stderr);
+	return 2;
+}
