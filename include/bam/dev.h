@@ -116,6 +116,55 @@ BAM_HD_INLINE void bam_prp_list_fill(uint64_t *list, uint64_t list_dma, uint64_t
 	}
 }
 
+/* Build an NVM Read/Write/Flush SQE (NVM Command Set 3.2.4 Read, 3.2.6 Write, Base
+ * 7.1 Flush): 'nlb' blocks, 1's based, of 2^lba_shift bytes at 'slba', buffer at DMA
+ * address 'addr' with PRP list 'prp_list' when it spans more than two pages. */
+BAM_HD_INLINE void bam_sqe_rw(struct nvme_sqe *s, uint8_t opc, uint32_t nsid, uint64_t slba,
+			      uint32_t nlb, uint32_t lba_shift, uint64_t addr, uint64_t prp_list)
+{
+	uint64_t *w = (uint64_t *)s;
+	for (int i = 0; i < 8; i++)
+		w[i] = 0;
+	s->opc = opc;
+	s->nsid = nsid;
+	if (opc != NVME_CMD_FLUSH) {
+		s->cdw10 = (uint32_t)slba;
+		s->cdw11 = (uint32_t)(slba >> 32);
+		s->cdw12 = (nlb - 1u) & NVME_RW_NLB_MASK;
+		bam_sqe_set_prp(s, addr, nlb << lba_shift, prp_list);
+	}
+}
+
+/* An I/O in flight: what bam_dev_io_submit returns and bam_dev_io_wait takes. */
+struct bam_io {
+	struct bam_qpair *qp;
+	uint64_t deadline;
+	uint16_t cid;
+};
+
+/* Submit one I/O to controller c without waiting (see bam_dev_io). Returns 0,
+ * -EINVAL (c out of range) or -ETIMEDOUT (no queue room before the timeout). */
+BAM_HD_INLINE int bam_dev_io_submit(struct bam_dev *d, uint32_t c, uint64_t hint, uint8_t opc,
+				    uint64_t slba, uint32_t nlb, uint64_t addr, uint64_t prp_list,
+				    struct bam_io *io)
+{
+	if (c >= d->n_ctrl)
+		return -EINVAL;
+	struct bam_dev_ctrl *ctl = &d->ctrl[c];
+	struct nvme_sqe s;
+	bam_sqe_rw(&s, opc, ctl->nsid, slba, nlb, ctl->lba_shift, addr, prp_list);
+	io->qp = &ctl->qps[bam_dev_queue_pick(d, hint)];
+	io->deadline = bam_time_ns() + d->timeout_ns;
+	return bam_qpair_submit(io->qp, &s, io->deadline, &io->cid);
+}
+
+/* Wait for an I/O from bam_dev_io_submit: 0 with the NVMe status in *status, or
+ * -ETIMEDOUT. */
+BAM_HD_INLINE int bam_dev_io_wait(struct bam_io *io, uint16_t *status)
+{
+	return bam_qpair_wait(io->qp, io->cid, io->deadline, status);
+}
+
 /*
  * One NVMe I/O from the calling thread: opc = NVME_CMD_READ / WRITE / FLUSH on
  * controller 'c', 'nlb' logical blocks (1's based) from 'slba', to/from the buffer at
@@ -128,28 +177,11 @@ BAM_HD_INLINE int bam_dev_io(struct bam_dev *d, uint32_t c, uint64_t hint, uint8
 			     uint64_t slba, uint32_t nlb, uint64_t addr, uint64_t prp_list,
 			     uint16_t *status)
 {
-	if (c >= d->n_ctrl)
-		return -EINVAL;
-	struct bam_dev_ctrl *ctl = &d->ctrl[c];
-	struct bam_qpair *qp = &ctl->qps[bam_dev_queue_pick(d, hint)];
-	struct nvme_sqe s;
-	uint64_t *w = (uint64_t *)&s;
-	for (int i = 0; i < 8; i++)
-		w[i] = 0;
-	s.opc = opc;
-	s.nsid = ctl->nsid;
-	if (opc != NVME_CMD_FLUSH) {
-		s.cdw10 = (uint32_t)slba;
-		s.cdw11 = (uint32_t)(slba >> 32);
-		s.cdw12 = (nlb - 1u) & NVME_RW_NLB_MASK;
-		bam_sqe_set_prp(&s, addr, nlb << ctl->lba_shift, prp_list);
-	}
-	uint64_t deadline = bam_time_ns() + d->timeout_ns;
-	uint16_t cid;
-	int rc = bam_qpair_submit(qp, &s, deadline, &cid);
+	struct bam_io io;
+	int rc = bam_dev_io_submit(d, c, hint, opc, slba, nlb, addr, prp_list, &io);
 	if (rc)
 		return rc;
-	return bam_qpair_wait(qp, cid, deadline, status);
+	return bam_dev_io_wait(&io, status);
 }
 
 #endif /* BAM_DEV_H */

@@ -20,6 +20,7 @@ const struct bam_emu_profile *bam_emu_profile_find(const char *name);
 const char *bam_emu_profile_names(void);
 void bam_emu_profile_timing(const struct bam_emu_profile *p, struct emu_timing *t);
 
+BAM_EXTERN_C_BEGIN
 /* GPU-resident workers (emu_gpu.cu). 'ctrls' are device pointers. The workers run as
  * one persistent kernel on its own non-blocking stream; the call returns once every
  * worker block is resident (so no later application kernel can take the SMs they
@@ -29,5 +30,6 @@ int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const uint32_t *
 		      char *err, size_t errlen);
 /* Ask the workers to return and wait for them (bounded). 0 or -ETIMEDOUT/-EIO. */
 int bam_emu_gpu_stop(void *handle);
+BAM_EXTERN_C_END
 
 #endif

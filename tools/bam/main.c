@@ -27,6 +27,8 @@ int main(int argc, char **argv)
 	const char *c = argv[1];
 	if (!strcmp(c, "graph"))
 		return bam_cmd_graph(argc - 1, argv + 1);
+	if (!strcmp(c, "bench"))
+		return bam_cmd_bench(argc - 1, argv + 1);
 	fprintf(stderr, "bam: unknown command '%s'\n", c);
 	usage(stderr);
 	return 2;

@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam/array.h - the software cache and the array API as kernels use them (BaM paper,
+ * section 4.3-4.4 "software cache", "warp coalescing", "array abstraction"). Compiled
+ * for GPU threads and for CPU-target host threads from this one header.
+ *
+ * Cache: 'n_slots' lines of 'line_size' bytes in GPU memory, allocated at creation.
+ * Each slot has one atomic state word: VALID, BUSY (locked for fill or eviction),
+ * DIRTY, REF (clock second chance) and a 24-bit reference count. Each array keeps a
+ * translation table, one 32-bit entry per line of the array: the slot holding it,
+ * BAM_XLAT_NONE, or BAM_XLAT_FILLING while one thread reads it in.
+ *
+ *   hit:  take a reference on the slot (CAS on its state word while VALID and not
+ *         BUSY), check the slot still holds this line, use it, release.
+ *   miss: CAS the entry NONE -> FILLING (the line lock); pick a victim by clock (the
+ *         hand advances; REF set -> cleared, second chance; referenced or BUSY ->
+ *         skipped; else CAS to BUSY); write a dirty victim back; unmap it; read the
+ *         line; publish VALID with our references, then the entry. A failed read
+ *         leaves the slot empty and the entry NONE: never published.
+ * Every wait is bounded: by the device's timeout (bam_dev.timeout_ns) -> -ETIMEDOUT;
+ * every line referenced for that long -> -EBUSY.
+ *
+ * Functions named ..._warp_... synchronise the active threads of the calling warp
+ * that call them together (__match_any_sync / __shfl_sync); on the CPU target a warp
+ * is one thread. All others are per thread.
+ */
+#ifndef BAM_ARRAY_H
+#define BAM_ARRAY_H
+
+#include "bam/dev.h"
+
+#define BAM_XLAT_NONE    0xffffffffu
+#define BAM_XLAT_FILLING 0xfffffffeu
+
+#define BAM_SLOT_VALID   (1u << 31)
+#define BAM_SLOT_BUSY    (1u << 30)
+#define BAM_SLOT_DIRTY   (1u << 29)
+#define BAM_SLOT_REF     (1u << 28)
+#define BAM_SLOT_CNT     0x00ffffffu
+
+#define BAM_MAX_ARRAYS   64
+#define BAM_TAG_NONE     0xffffffffffffffffull
+#define BAM_TAG_LINE_BITS 40
+
+enum bam_layout {
+	BAM_LAYOUT_STRIPE = 0,    /* line l on controller l mod k, consecutive per controller */
+	BAM_LAYOUT_REPLICATE = 1, /* every line on all k controllers; reads spread, writes to all */
+};
+
+/* Per-array statistics, device-side counters (bytes unless noted). */
+struct bam_array_counters {
+	uint64_t hits;            /* line lookups served from the cache (per group leader) */
+	uint64_t misses;          /* line fills */
+	uint64_t evictions;       /* lines of this array evicted */
+	uint64_t writebacks;      /* dirty lines of this array written to storage */
+	uint64_t bytes_requested; /* bytes the application read/wrote through the API */
+	uint64_t bytes_read;      /* bytes read from storage */
+	uint64_t bytes_written;   /* bytes written to storage */
+	uint64_t errors;          /* failed accesses */
+	uint64_t accesses;        /* element accesses (threads) */
+};
+
+struct bam_cache_dev;
+
+/* One array as kernels see it. */
+struct bam_array_dev {
+	struct bam_cache_dev *cache;
+	struct bam_dev *io;
+	uint32_t *xlat;           /* [n_lines] slot of each line */
+	uint64_t n_elems;         /* elements */
+	uint64_t n_lines;         /* lines the array spans */
+	uint32_t elem_size;       /* bytes per element: 1, 2, 4, 8 */
+	uint32_t elem_shift;
+	uint32_t id;              /* index in the cache's array table */
+	uint32_t layout;          /* enum bam_layout */
+	uint32_t n_ctrl;          /* controllers it spans */
+	uint32_t ctrl[BAM_MAX_CTRLS];
+	uint64_t base_lba;        /* first LBA of the array on each of its controllers */
+	uint32_t lba_shift;
+	uint32_t pad;
+	struct bam_array_counters cnt;
+};
+
+struct bam_cache_dev {
+	uint8_t *lines;           /* [n_slots * line_size] */
+	uint32_t *state;          /* [n_slots] */
+	uint64_t *tag;            /* [n_slots] (array id << 40) | line, or BAM_TAG_NONE */
+	uint64_t *prp;            /* [n_slots * prp_stride/8] PRP lists (lines > 8 KiB) */
+	uint32_t prp_stride;
+	uint32_t line_size;
+	uint32_t line_shift;
+	uint32_t pad;
+	uint64_t n_slots;
+	uint64_t hand;            /* clock hand (atomic) */
+	struct bam_array_dev *arrays[BAM_MAX_ARRAYS];
+};
+
+/* ---- line placement ------------------------------------------------------------ */
+
+/* Controller (index into io->ctrl) and first LBA of line l; 'rep' picks the replica. */
+BAM_HD_INLINE void bam_array_place(const struct bam_array_dev *a, uint64_t l, uint32_t rep,
+				   uint32_t *ctrl, uint64_t *lba)
+{
+	const struct bam_cache_dev *c = a->cache;
+	uint64_t lbas_per_line = (uint64_t)c->line_size >> a->lba_shift;
+	if (a->layout == BAM_LAYOUT_STRIPE) {
+		*ctrl = a->ctrl[l % a->n_ctrl];
+		*lba = a->base_lba + (l / a->n_ctrl) * lbas_per_line;
+	} else {
+		*ctrl = a->ctrl[rep % a->n_ctrl];
+		*lba = a->base_lba + l * lbas_per_line;
+	}
+}
+
+/* Bytes of line l that belong to the array (the last line may be partial). The I/O
+ * always moves whole LBAs: the tail is rounded up to the LBA size. */
+BAM_HD_INLINE uint32_t bam_array_line_bytes(const struct bam_array_dev *a, uint64_t l)
+{
+	const struct bam_cache_dev *c = a->cache;
+	uint64_t start = l << c->line_shift;
+	uint64_t total = a->n_elems << a->elem_shift;
+	uint64_t n = total - start < c->line_size ? total - start : c->line_size;
+	uint64_t lba = 1ull << a->lba_shift;
+	return (uint32_t)((n + lba - 1) & ~(lba - 1));
+}
+
+/* Read (opc READ) or write line l to/from slot s. Writes go to every replica. */
+BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
+				    uint64_t hint, uint16_t *status)
+{
+	struct bam_cache_dev *c = a->cache;
+	uint32_t bytes = bam_array_line_bytes(a, l);
+	uint64_t addr = (uint64_t)(uintptr_t)(c->lines + (s << c->line_shift));
+	uint64_t prp = c->prp ? (uint64_t)(uintptr_t)(c->prp + s * (c->prp_stride / 8u)) : 0;
+	uint32_t reps = (a->layout == BAM_LAYOUT_REPLICATE && opc == NVME_CMD_WRITE) ? a->n_ctrl : 1;
+	uint32_t first = a->layout == BAM_LAYOUT_REPLICATE && opc == NVME_CMD_READ ? (uint32_t)(hint % a->n_ctrl) : 0;
+	for (uint32_t r = 0; r < reps; r++) {
+		uint32_t ctrl;
+		uint64_t lba;
+		bam_array_place(a, l, first + r, &ctrl, &lba);
+		int rc = bam_dev_io(a->io, ctrl, hint, opc, lba, bytes >> a->lba_shift, addr, prp, status);
+		if (rc)
+			return rc;
+		if (*status)
+			return -EIO;
+	}
+	bam_fetch_add_relaxed_gpu_u64(opc == NVME_CMD_READ ? &a->cnt.bytes_read : &a->cnt.bytes_written,
+				      (uint64_t)bytes * reps);
+	return 0;
+}
+
+/* ---- slots ------------------------------------------------------------------------ */
+
+/* Drop 'n' references of slot s. */
+BAM_HD_INLINE void bam_slot_put(struct bam_cache_dev *c, uint64_t s, uint32_t n)
+{
+	bam_fetch_sub_acq_rel_gpu_u32(&c->state[s], n);
+}
+
+/* Take n references on slot s if it is VALID, not BUSY, and holds 'tag'. */
+BAM_HD_INLINE int bam_slot_try_get(struct bam_cache_dev *c, uint64_t s, uint64_t tag, uint32_t n)
+{
+	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+	for (;;) {
+		if ((st & (BAM_SLOT_VALID | BAM_SLOT_BUSY)) != BAM_SLOT_VALID)
+			return 0;
+		uint32_t seen = bam_cas_acq_rel_gpu_u32(&c->state[s], st, (st + n) | BAM_SLOT_REF);
+		if (seen == st)
+			break;
+		st = seen;
+	}
+	/* the slot may have been evicted and refilled with another line between reading
+	 * the translation entry and taking the reference */
+	if (bam_load_relaxed_u64(&c->tag[s]) != tag) {
+		bam_slot_put(c, s, n);
+		return 0;
+	}
+	return 1;
+}
+
+/* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT. */
+BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
+{
+	uint32_t iter = 0;
+	for (;;) {
+		/* sweep twice the cache: the first pass may only clear REF bits */
+		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
+			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
+			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+			if ((st & BAM_SLOT_BUSY) || (st & BAM_SLOT_CNT))
+				continue;
+			if (st & BAM_SLOT_REF) {
+				bam_cas_acq_rel_gpu_u32(&c->state[s], st, st & ~BAM_SLOT_REF);
+				continue;
+			}
+			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
+				return (int64_t)s;
+		}
+		/* every slot referenced or busy: wait for releases, bounded */
+		if (bam_time_ns() > deadline)
+			return -EBUSY;
+		bam_spin_pause(iter++);
+	}
+}
+
+/* Evict what slot s (locked BUSY by us) holds: write it back if dirty, unmap it.
+ * On a failed write-back the line stays cached and dirty; returns the error. */
+BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, uint64_t hint)
+{
+	uint64_t tag = bam_load_relaxed_u64(&c->tag[s]);
+	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+	if (tag == BAM_TAG_NONE || !(st & BAM_SLOT_VALID))
+		return 0;
+	struct bam_array_dev *va = c->arrays[tag >> BAM_TAG_LINE_BITS];
+	uint64_t vl = tag & ((1ull << BAM_TAG_LINE_BITS) - 1);
+	if (st & BAM_SLOT_DIRTY) {
+		uint16_t status = 0;
+		int rc = bam_array_line_io(va, vl, s, NVME_CMD_WRITE, hint, &status);
+		if (rc) {
+			bam_dev_record_error(va->io, rc, status);
+			bam_fetch_add_relaxed_gpu_u64(&va->cnt.errors, 1);
+			return rc;
+		}
+		bam_fetch_add_relaxed_gpu_u64(&va->cnt.writebacks, 1);
+	}
+	bam_store_release_gpu_u32(&va->xlat[vl], BAM_XLAT_NONE);
+	bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
+	bam_fetch_add_relaxed_gpu_u64(&va->cnt.evictions, 1);
+	return 0;
+}
+
+/*
+ * Get line l of array a into the cache with 'n' references held by the caller.
+ * Returns the slot (>= 0) or a negative errno: -ETIMEDOUT, -EBUSY (every line
+ * referenced until the timeout), -EIO (the fill's NVMe status was not success; the
+ * line is not published). Per thread; the caller releases with bam_slot_put(n).
+ */
+BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n, uint64_t hint)
+{
+	struct bam_cache_dev *c = a->cache;
+	const uint64_t tag = ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l;
+	const uint64_t deadline = bam_time_ns() + a->io->timeout_ns;
+	uint32_t iter = 0;
+	for (;;) {
+		uint32_t e = bam_load_acquire_gpu_u32(&a->xlat[l]);
+		if (e < BAM_XLAT_FILLING) {
+			if (bam_slot_try_get(c, e, tag, n)) {
+				bam_fetch_add_relaxed_gpu_u64(&a->cnt.hits, 1);
+				return (int64_t)e;
+			}
+		} else if (e == BAM_XLAT_NONE &&
+			   bam_cas_acq_rel_gpu_u32(&a->xlat[l], BAM_XLAT_NONE, BAM_XLAT_FILLING) == BAM_XLAT_NONE) {
+			/* we hold the line lock: fill it */
+			int64_t s = bam_cache_pick_victim(c, deadline);
+			int rc = 0;
+			uint16_t status = 0;
+			if (s < 0) {
+				rc = (int)s;
+			} else if ((rc = bam_cache_evict_locked(c, (uint64_t)s, hint)) != 0) {
+				bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY); /* keep it, dirty */
+			} else {
+				bam_store_relaxed_u64(&c->tag[s], tag);
+				rc = bam_array_line_io(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status);
+				if (rc) {
+					/* not published: the slot goes back empty */
+					bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
+					bam_store_release_gpu_u32(&c->state[s], 0);
+				} else {
+					bam_store_release_gpu_u32(&c->state[s], BAM_SLOT_VALID | BAM_SLOT_REF | n);
+					bam_fetch_add_relaxed_gpu_u64(&a->cnt.misses, 1);
+				}
+			}
+			bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
+			if (rc) {
+				bam_dev_record_error(a->io, rc, status);
+				bam_fetch_add_relaxed_gpu_u64(&a->cnt.errors, 1);
+				return rc;
+			}
+			return s;
+		}
+		/* someone else fills it, or the slot changed under us: retry, bounded */
+		if (bam_time_ns() > deadline) {
+			bam_dev_record_error(a->io, -ETIMEDOUT, 0);
+			bam_fetch_add_relaxed_gpu_u64(&a->cnt.errors, 1);
+			return -ETIMEDOUT;
+		}
+		bam_spin_pause(iter++);
+	}
+}
+
+/* ---- warp helpers: group the active threads by line ------------------------------ */
+
+BAM_HD_INLINE uint32_t bam_lane_id(void)
+{
+#if BAM_ON_GPU
+	return threadIdx.x & 31u;
+#else
+	return 0;
+#endif
+}
+
+/* Threads of the warp that passed the same key (a mask of lanes; on the CPU target
+ * just this thread). Synchronises the active threads of the warp. */
+BAM_HD_INLINE uint32_t bam_warp_match(uint64_t key)
+{
+#if BAM_ON_GPU
+	return __match_any_sync(__activemask(), (unsigned long long)key);
+#else
+	(void)key;
+	return 1u;
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_warp_leader(uint32_t mask)
+{
+#if BAM_ON_GPU
+	return (uint32_t)(__ffs(mask) - 1);
+#else
+	(void)mask;
+	return 0;
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_popc(uint32_t mask)
+{
+#if BAM_ON_GPU
+	return (uint32_t)__popc(mask);
+#else
+	return (uint32_t)__builtin_popcount(mask);
+#endif
+}
+
+BAM_HD_INLINE int64_t bam_warp_bcast_i64(uint32_t mask, int64_t v, uint32_t leader)
+{
+#if BAM_ON_GPU
+	return (int64_t)__shfl_sync(mask, (long long)v, (int)leader);
+#else
+	(void)mask;
+	(void)leader;
+	return v;
+#endif
+}
+
+BAM_HD_INLINE void bam_warp_sync(uint32_t mask)
+{
+#if BAM_ON_GPU
+	__syncwarp(mask);
+#else
+	(void)mask;
+#endif
+}
+
+/* ---- element access ---------------------------------------------------------------- */
+
+/*
+ * Pointer to element i with a reference on its line, per thread (no coalescing).
+ * Returns the slot (>= 0; release it with bam_slot_put(a->cache, slot, 1)) or a
+ * negative errno (-ERANGE if i >= n_elems; see bam_array_line_acquire).
+ */
+BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **p)
+{
+	if (i >= a->n_elems) {
+		bam_dev_record_error(a->io, -ERANGE, 0);
+		return -ERANGE;
+	}
+	struct bam_cache_dev *c = a->cache;
+	uint64_t byte = i << a->elem_shift;
+	uint64_t l = byte >> c->line_shift;
+	int64_t s = bam_array_line_acquire(a, l, 1, i);
+	if (s >= 0)
+		*p = c->lines + ((uint64_t)s << c->line_shift) + (byte & (c->line_size - 1));
+	bam_fetch_add_relaxed_gpu_u64(&a->cnt.accesses, 1);
+	bam_fetch_add_relaxed_gpu_u64(&a->cnt.bytes_requested, a->elem_size);
+	return s;
+}
+
+/*
+ * The same with warp coalescing (BaM 4.4): active threads of the warp whose elements
+ * lie in one line form a group; its leader acquires the line with one reference per
+ * member and the slot is broadcast. Synchronises the active threads of the warp.
+ */
+BAM_HD_INLINE int64_t bam_array_warp_ref(struct bam_array_dev *a, uint64_t i, void **p)
+{
+	struct bam_cache_dev *c = a->cache;
+	int oob = i >= a->n_elems;
+	uint64_t byte = i << a->elem_shift;
+	/* out-of-range threads form their own group keyed past every line */
+	uint64_t l = oob ? ~0ull : byte >> c->line_shift;
+	uint32_t mask = bam_warp_match(l);
+	uint32_t leader = bam_warp_leader(mask);
+	int64_t s = -ERANGE;
+	if (!oob && bam_lane_id() == leader) {
+		s = bam_array_line_acquire(a, l, bam_popc(mask), i);
+		bam_fetch_add_relaxed_gpu_u64(&a->cnt.accesses, bam_popc(mask));
+		bam_fetch_add_relaxed_gpu_u64(&a->cnt.bytes_requested, (uint64_t)bam_popc(mask) * a->elem_size);
+	}
+	if (oob && bam_lane_id() == leader)
+		bam_dev_record_error(a->io, -ERANGE, 0);
+	s = bam_warp_bcast_i64(mask, s, leader);
+	if (s >= 0)
+		*p = c->lines + ((uint64_t)s << c->line_shift) + (byte & (c->line_size - 1));
+	return s;
+}
+
+/* Mark a referenced slot dirty (after a store through its pointer). */
+BAM_HD_INLINE void bam_slot_mark_dirty(struct bam_cache_dev *c, uint64_t s)
+{
+	if (!(bam_load_relaxed_u32(&c->state[s]) & BAM_SLOT_DIRTY))
+		bam_fetch_or_acq_rel_gpu_u32(&c->state[s], BAM_SLOT_DIRTY);
+}
+
+/* Typed element functions, per thread and warp-coalesced:
+ *   int bam_array_read_T(a, i, T *out)        int bam_array_warp_read_T(...)
+ *   int bam_array_write_T(a, i, T v)          int bam_array_warp_write_T(...)
+ *   int bam_array_atomic_add_T(a, i, T v, T *old)   (old may be NULL)
+ * for T in u32 (uint32_t), u64 (uint64_t), i32, i64, f32 (float), f64 (double).
+ * 'i' is an element index; the array's elem_size must equal sizeof(T).
+ * Return 0 or a negative errno (-ERANGE, -ETIMEDOUT, -EBUSY, -EIO); on error *out is 0.
+ */
+#define BAM_ARRAY_ACCESSORS(SUF, T)                                                              \
+	BAM_HD_INLINE int bam_array_read_##SUF(struct bam_array_dev *a, uint64_t i, T *out)      \
+	{                                                                                        \
+		void *p = 0;                                                                     \
+		int64_t s = bam_array_ref(a, i, &p);                                             \
+		if (s < 0) {                                                                     \
+			*out = (T)0;                                                             \
+			return (int)s;                                                           \
+		}                                                                                \
+		*out = *(volatile T *)p;                                                         \
+		bam_slot_put(a->cache, (uint64_t)s, 1);                                          \
+		return 0;                                                                        \
+	}                                                                                        \
+	BAM_HD_INLINE int bam_array_warp_read_##SUF(struct bam_array_dev *a, uint64_t i, T *out) \
+	{                                                                                        \
+		void *p = 0;                                                                     \
+		int64_t s = bam_array_warp_ref(a, i, &p);                                        \
+		if (s < 0) {                                                                     \
+			*out = (T)0;                                                             \
+			return (int)s;                                                           \
+		}                                                                                \
+		*out = *(volatile T *)p;                                                         \
+		bam_slot_put(a->cache, (uint64_t)s, 1);                                          \
+		return 0;                                                                        \
+	}                                                                                        \
+	BAM_HD_INLINE int bam_array_write_##SUF(struct bam_array_dev *a, uint64_t i, T v)        \
+	{                                                                                        \
+		void *p = 0;                                                                     \
+		int64_t s = bam_array_ref(a, i, &p);                                             \
+		if (s < 0)                                                                       \
+			return (int)s;                                                           \
+		*(volatile T *)p = v;                                                            \
+		bam_slot_mark_dirty(a->cache, (uint64_t)s);                                      \
+		bam_slot_put(a->cache, (uint64_t)s, 1);                                          \
+		return 0;                                                                        \
+	}                                                                                        \
+	BAM_HD_INLINE int bam_array_warp_write_##SUF(struct bam_array_dev *a, uint64_t i, T v)   \
+	{                                                                                        \
+		void *p = 0;                                                                     \
+		int64_t s = bam_array_warp_ref(a, i, &p);                                        \
+		if (s < 0)                                                                       \
+			return (int)s;                                                           \
+		*(volatile T *)p = v;                                                            \
+		bam_slot_mark_dirty(a->cache, (uint64_t)s);                                      \
+		bam_slot_put(a->cache, (uint64_t)s, 1);                                          \
+		return 0;                                                                        \
+	}
+
+BAM_ARRAY_ACCESSORS(u32, uint32_t)
+BAM_ARRAY_ACCESSORS(u64, uint64_t)
+BAM_ARRAY_ACCESSORS(i32, int32_t)
+BAM_ARRAY_ACCESSORS(i64, int64_t)
+BAM_ARRAY_ACCESSORS(f32, float)
+BAM_ARRAY_ACCESSORS(f64, double)
+
+/* Atomic add on a cached element: the add is atomic among all threads using this
+ * cache (GPU scope); the line becomes dirty. */
+#if BAM_ON_GPU
+#define BAM_ATOMIC_ADD_IMPL(T, p, v) atomicAdd((T *)(p), (v))
+#define BAM_ATOMIC_ADD_U64(p, v) (uint64_t)atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#define BAM_ATOMIC_ADD_I64(p, v) (int64_t)atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#define BAM_ATOMIC_ADD_I32(p, v) atomicAdd((int *)(p), (int)(v))
+#define BAM_ATOMIC_ADD_U32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
+#define BAM_ATOMIC_ADD_F32(p, v) atomicAdd((float *)(p), (v))
+#define BAM_ATOMIC_ADD_F64(p, v) atomicAdd((double *)(p), (v))
+#else
+#define BAM_ATOMIC_ADD_U64(p, v) __atomic_fetch_add((uint64_t *)(p), (v), __ATOMIC_RELAXED)
+#define BAM_ATOMIC_ADD_I64(p, v) __atomic_fetch_add((int64_t *)(p), (v), __ATOMIC_RELAXED)
+#define BAM_ATOMIC_ADD_I32(p, v) __atomic_fetch_add((int32_t *)(p), (v), __ATOMIC_RELAXED)
+#define BAM_ATOMIC_ADD_U32(p, v) __atomic_fetch_add((uint32_t *)(p), (v), __ATOMIC_RELAXED)
+BAM_HD_INLINE float bam_host_fadd_f32(float *p, float v)
+{
+	uint32_t *w = (uint32_t *)p, old = __atomic_load_n(w, __ATOMIC_RELAXED), nw;
+	float o, n;
+	do {
+		__builtin_memcpy(&o, &old, 4);
+		n = o + v;
+		__builtin_memcpy(&nw, &n, 4);
+	} while (!__atomic_compare_exchange_n(w, &old, nw, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return o;
+}
+BAM_HD_INLINE double bam_host_fadd_f64(double *p, double v)
+{
+	uint64_t *w = (uint64_t *)p, old = __atomic_load_n(w, __ATOMIC_RELAXED), nw;
+	double o, n;
+	do {
+		__builtin_memcpy(&o, &old, 8);
+		n = o + v;
+		__builtin_memcpy(&nw, &n, 8);
+	} while (!__atomic_compare_exchange_n(w, &old, nw, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return o;
+}
+#define BAM_ATOMIC_ADD_F32(p, v) bam_host_fadd_f32((float *)(p), (v))
+#define BAM_ATOMIC_ADD_F64(p, v) bam_host_fadd_f64((double *)(p), (v))
+#endif
+
+#define BAM_ARRAY_ATOMIC(SUF, T, OP)                                                                  \
+	BAM_HD_INLINE int bam_array_atomic_add_##SUF(struct bam_array_dev *a, uint64_t i, T v, T *old) \
+	{                                                                                             \
+		void *p = 0;                                                                          \
+		int64_t s = bam_array_ref(a, i, &p);                                                  \
+		if (s < 0)                                                                            \
+			return (int)s;                                                                \
+		T o = (T)OP(p, v);                                                                    \
+		if (old)                                                                              \
+			*old = o;                                                                     \
+		bam_slot_mark_dirty(a->cache, (uint64_t)s);                                           \
+		bam_slot_put(a->cache, (uint64_t)s, 1);                                               \
+		return 0;                                                                             \
+	}
+
+BAM_ARRAY_ATOMIC(u32, uint32_t, BAM_ATOMIC_ADD_U32)
+BAM_ARRAY_ATOMIC(u64, uint64_t, BAM_ATOMIC_ADD_U64)
+BAM_ARRAY_ATOMIC(i32, int32_t, BAM_ATOMIC_ADD_I32)
+BAM_ARRAY_ATOMIC(i64, int64_t, BAM_ATOMIC_ADD_I64)
+BAM_ARRAY_ATOMIC(f32, float, BAM_ATOMIC_ADD_F32)
+BAM_ARRAY_ATOMIC(f64, double, BAM_ATOMIC_ADD_F64)
+
+/* ---- line handle: one line referenced while a thread walks many elements ---------- */
+
+struct bam_line {
+	const uint8_t *data;      /* the line's bytes in the cache */
+	uint64_t first, end;      /* element range [first, end) held */
+	int64_t slot;             /* -1 = none */
+};
+
+/* Make 'h' hold the line of element i (releasing the line it held, if another).
+ * Returns 0 or a negative errno. Per thread. */
+BAM_HD_INLINE int bam_line_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
+{
+	if (h->slot >= 0 && i >= h->first && i < h->end)
+		return 0;
+	if (h->slot >= 0) {
+		bam_slot_put(a->cache, (uint64_t)h->slot, 1);
+		h->slot = -1;
+	}
+	void *p = 0;
+	int64_t s = bam_array_ref(a, i, &p);
+	if (s < 0)
+		return (int)s;
+	uint64_t per = (uint64_t)a->cache->line_size >> a->elem_shift;
+	h->first = i & ~(per - 1);
+	h->end = h->first + per < a->n_elems ? h->first + per : a->n_elems;
+	h->data = (const uint8_t *)p - ((i - h->first) << a->elem_shift);
+	h->slot = s;
+	return 0;
+}
+
+BAM_HD_INLINE void bam_line_put(struct bam_array_dev *a, struct bam_line *h)
+{
+	if (h->slot >= 0)
+		bam_slot_put(a->cache, (uint64_t)h->slot, 1);
+	h->slot = -1;
+}
+
+/* ---- flush ------------------------------------------------------------------------ */
+
+/* Write slot s back if it is valid and dirty and unreferenced (called by the flush
+ * kernel, one thread per slot, with no concurrent writers). 0 or a negative errno. */
+BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
+{
+	uint32_t st = bam_load_acquire_gpu_u32(&c->state[s]);
+	if ((st & (BAM_SLOT_VALID | BAM_SLOT_DIRTY | BAM_SLOT_BUSY)) != (BAM_SLOT_VALID | BAM_SLOT_DIRTY))
+		return 0;
+	if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) != st)
+		return -EAGAIN;
+	uint64_t tag = bam_load_relaxed_u64(&c->tag[s]);
+	struct bam_array_dev *a = c->arrays[tag >> BAM_TAG_LINE_BITS];
+	uint16_t status = 0;
+	int rc = bam_array_line_io(a, tag & ((1ull << BAM_TAG_LINE_BITS) - 1), s, NVME_CMD_WRITE, s, &status);
+	if (rc) {
+		bam_dev_record_error(a->io, rc, status);
+		bam_fetch_add_relaxed_gpu_u64(&a->cnt.errors, 1);
+		bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY);
+		return rc;
+	}
+	bam_fetch_add_relaxed_gpu_u64(&a->cnt.writebacks, 1);
+	bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~(BAM_SLOT_BUSY | BAM_SLOT_DIRTY));
+	return 0;
+}
+
+#endif /* BAM_ARRAY_H */

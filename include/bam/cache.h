@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam/cache.h - host API of the software cache and of arrays on storage (BaM paper
+ * sections 4.3-4.4). Kernels use the device-side view (bam/array.h).
+ *
+ * A cache holds capacity / line_size lines in the context's target memory (GPU
+ * memory on the GPU), all allocated by bam_cache_create. An array is a range of
+ * n_elems elements of elem_size bytes laid on one or more controllers' LBAs, striped
+ * line by line or replicated; any number of arrays (up to 64) share a cache.
+ */
+#ifndef BAM_CACHE_H
+#define BAM_CACHE_H
+
+#include <stdio.h>
+#include "bam/bam.h"
+#include "bam/array.h"
+
+BAM_EXTERN_C_BEGIN
+
+struct bam_cache;
+struct bam_array;
+
+struct bam_cache_opts {
+	uint64_t capacity;   /* bytes of cache (rounded down to whole lines); >= 1 line */
+	uint32_t line_size;  /* bytes per line: a power of two, 512 B to 64 KiB, a multiple of every controller's LBA size */
+};
+
+/* Create a cache on ctx. Returns 0, -EINVAL (line size or capacity invalid), -ENOMEM. */
+BAM_API int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct bam_cache **out);
+/* Free the cache (does not flush: call bam_cache_flush first to keep writes). */
+BAM_API void bam_cache_destroy(struct bam_cache *c);
+/* Lines in the cache and their size. */
+BAM_API uint64_t bam_cache_lines(const struct bam_cache *c);
+BAM_API uint32_t bam_cache_line_size(const struct bam_cache *c);
+/* Write every dirty line of every array back to storage (a kernel on the target;
+ * call it when no kernel writes through the cache). After it returns 0 the media
+ * holds exactly what was written. Returns 0 or the first error (-EIO, -ETIMEDOUT). */
+BAM_API int bam_cache_flush(struct bam_cache *c);
+/* Drop every clean line (to measure cold runs). -EBUSY if a line is dirty or in use. */
+BAM_API int bam_cache_invalidate(struct bam_cache *c);
+
+struct bam_array_opts {
+	uint64_t n_elems;       /* elements */
+	uint32_t elem_size;     /* bytes: 1, 2, 4 or 8 */
+	enum bam_layout layout; /* BAM_LAYOUT_STRIPE (default) or BAM_LAYOUT_REPLICATE */
+	uint32_t n_ctrl;        /* controllers used, from first_ctrl (0 = all of the context) */
+	uint32_t first_ctrl;
+	uint64_t base_lba;      /* first LBA on each controller (a multiple of line_size/LBA) */
+};
+
+/* Create an array in cache c. Returns 0, -EINVAL (bad sizes; does not fit on the
+ * controllers: message on stderr unless quiet), -ENOSPC (64 arrays already), -ENOMEM. */
+BAM_API int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct bam_array **out);
+BAM_API void bam_array_destroy(struct bam_array *a);
+/* The device-side view to pass to kernels (target memory). */
+BAM_API struct bam_array_dev *bam_array_dev(struct bam_array *a);
+/* Bytes the array occupies on each controller it uses. */
+BAM_API uint64_t bam_array_bytes_per_ctrl(const struct bam_array *a);
+/* First LBA after the array on its controllers (to place the next array). */
+BAM_API uint64_t bam_array_end_lba(const struct bam_array *a);
+
+/* Provisioning path: write/read elements [first, first + n) directly on the media,
+ * bypassing the cache (like dd onto the SSD before a run). 'buf' holds n * elem_size
+ * bytes. Returns 0, -ERANGE, -EIO. */
+BAM_API int bam_array_media_write(struct bam_array *a, uint64_t first, const void *buf, uint64_t n);
+BAM_API int bam_array_media_read(struct bam_array *a, uint64_t first, void *buf, uint64_t n);
+
+struct bam_array_stats {
+	struct bam_array_counters c;
+	double amplification;   /* (bytes_read + bytes_written) / bytes_requested */
+	double hit_rate;        /* hits / (hits + misses) */
+};
+BAM_API int bam_array_stats(struct bam_array *a, struct bam_array_stats *out);
+/* Zero the counters. */
+BAM_API int bam_array_stats_reset(struct bam_array *a);
+BAM_API void bam_array_stats_print(FILE *f, const char *name, const struct bam_array_stats *s);
+
+BAM_EXTERN_C_END
+
+#endif /* BAM_CACHE_H */

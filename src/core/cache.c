@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/* Host side of the software cache and arrays: allocation up front, placement,
+ * provisioning, flush, statistics. The I/O path is in bam/array.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bam/cache.h"
+#include "ctx_internal.h"
+
+struct bam_cache {
+	struct bam_ctx *ctx;
+	struct bam_cache_dev h;      /* host copy */
+	struct bam_cache_dev *d;     /* target copy */
+	struct bam_array *arrays[BAM_MAX_ARRAYS];
+};
+
+struct bam_array {
+	struct bam_cache *cache;
+	struct bam_array_dev h;
+	struct bam_array_dev *d;
+	uint64_t bytes_per_ctrl;
+};
+
+#ifdef BAM_HAVE_CUDA
+int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, uint32_t *failures);
+#endif
+
+static int sync_cache(struct bam_cache *c)
+{
+	return bam_mem_copy(c->ctx, c->d, &c->h, sizeof(c->h));
+}
+
+int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct bam_cache **out)
+{
+	uint32_t ls = o->line_size;
+	if (ls < 512 || ls > 65536 || (ls & (ls - 1))) {
+		fprintf(stderr, "bam: cache line size %u: must be a power of two from 512 to 65536\n", ls);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < bam_ctx_ctrl_count(ctx); i++) {
+		struct bam_ns_info ns;
+		bam_ctx_ns_info(ctx, i, &ns);
+		if (ls % ns.lba_size) {
+			fprintf(stderr, "bam: cache line size %u is not a multiple of controller %u's LBA size %u\n", ls, i, ns.lba_size);
+			return -EINVAL;
+		}
+	}
+	uint64_t n = o->capacity / ls;
+	if (n == 0 || n >= BAM_XLAT_FILLING) {
+		fprintf(stderr, "bam: cache capacity %llu gives %llu lines of %u bytes (1 to 2^32-2 allowed)\n",
+			(unsigned long long)o->capacity, (unsigned long long)n, ls);
+		return -EINVAL;
+	}
+	struct bam_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ctx = ctx;
+	c->h.line_size = ls;
+	while ((1u << c->h.line_shift) < ls)
+		c->h.line_shift++;
+	c->h.n_slots = n;
+	c->h.lines = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * ls);
+	c->h.state = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 4);
+	c->h.tag = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 8);
+	c->d = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bam_cache_dev));
+	if (!c->h.lines || !c->h.state || !c->h.tag || !c->d)
+		goto nomem;
+	if (bam_mem_set(ctx, c->h.tag, 0xff, n * 8))
+		goto nomem;
+	if (ls > 2 * NVME_PAGE_SIZE) {
+		/* a PRP list per line, built once: no allocation in the I/O path */
+		c->h.prp_stride = bam_prp_list_bytes(0, ls);
+		c->h.prp = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * c->h.prp_stride);
+		uint64_t *hl = calloc(n, c->h.prp_stride);
+		if (!c->h.prp || !hl) {
+			free(hl);
+			goto nomem;
+		}
+		for (uint64_t s = 0; s < n; s++)
+			bam_prp_list_fill(hl + s * (c->h.prp_stride / 8), (uint64_t)(uintptr_t)(c->h.prp + s * (c->h.prp_stride / 8)),
+					  (uint64_t)(uintptr_t)(c->h.lines + s * ls), ls);
+		int rc = bam_mem_copy(ctx, c->h.prp, hl, n * c->h.prp_stride);
+		free(hl);
+		if (rc)
+			goto nomem;
+	}
+	if (sync_cache(c))
+		goto nomem;
+	*out = c;
+	return 0;
+nomem:
+	fprintf(stderr, "bam: cannot allocate a cache of %llu lines of %u bytes\n", (unsigned long long)n, ls);
+	bam_cache_destroy(c);
+	return -ENOMEM;
+}
+
+void bam_cache_destroy(struct bam_cache *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < BAM_MAX_ARRAYS; i++)
+		if (c->arrays[i])
+			bam_array_destroy(c->arrays[i]);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.lines);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.state);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.tag);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.prp);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->d);
+	free(c);
+}
+
+uint64_t bam_cache_lines(const struct bam_cache *c) { return c->h.n_slots; }
+uint32_t bam_cache_line_size(const struct bam_cache *c) { return c->h.line_size; }
+
+struct flush_job {
+	struct bam_cache_dev *d;
+	uint32_t failures;
+	uint64_t per;
+};
+
+static void flush_thread(void *arg, uint64_t t)
+{
+	struct flush_job *j = arg;
+	for (uint64_t s = t * j->per; s < (t + 1) * j->per && s < j->d->n_slots; s++) {
+		int rc;
+		while ((rc = bam_cache_flush_slot(j->d, s)) == -EAGAIN)
+			;
+		if (rc)
+			__atomic_fetch_add(&j->failures, 1, __ATOMIC_RELAXED);
+	}
+}
+
+int bam_cache_flush(struct bam_cache *c)
+{
+	uint32_t failures = 0;
+	if (bam_ctx_target(c->ctx) == BAM_TARGET_GPU) {
+#ifdef BAM_HAVE_CUDA
+		int rc = bam_cache_gpu_flush(c->d, c->h.n_slots, &failures);
+		if (rc)
+			return rc;
+#endif
+	} else {
+		struct flush_job j = {.d = c->d, .per = (c->h.n_slots + 63) / 64};
+		bam_cpu_launch(64, 64, flush_thread, &j);
+		failures = j.failures;
+	}
+	return failures ? -EIO : 0;
+}
+
+int bam_cache_invalidate(struct bam_cache *c)
+{
+	uint64_t n = c->h.n_slots;
+	uint32_t *st = malloc(n * 4);
+	uint64_t *tag = malloc(n * 8);
+	int rc = 0;
+	if (!st || !tag) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = bam_mem_copy(c->ctx, st, c->h.state, n * 4)) || (rc = bam_mem_copy(c->ctx, tag, c->h.tag, n * 8)))
+		goto out;
+	for (uint64_t s = 0; s < n; s++) {
+		if (st[s] & (BAM_SLOT_DIRTY | BAM_SLOT_BUSY | BAM_SLOT_CNT)) {
+			rc = -EBUSY;
+			goto out;
+		}
+	}
+	/* unmap every line from its array, then empty the slots */
+	for (int i = 0; i < BAM_MAX_ARRAYS; i++) {
+		struct bam_array *a = c->arrays[i];
+		if (a && (rc = bam_mem_set(c->ctx, a->h.xlat, 0xff, a->h.n_lines * 4)))
+			goto out;
+	}
+	if ((rc = bam_mem_set(c->ctx, c->h.state, 0, n * 4)) || (rc = bam_mem_set(c->ctx, c->h.tag, 0xff, n * 8)))
+		goto out;
+out:
+	free(st);
+	free(tag);
+	return rc;
+}
+
+/* ---- arrays ----------------------------------------------------------------------- */
+
+int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct bam_array **out)
+{
+	struct bam_ctx *ctx = c->ctx;
+	uint32_t es = o->elem_size;
+	if (es != 1 && es != 2 && es != 4 && es != 8) {
+		fprintf(stderr, "bam: element size %u: must be 1, 2, 4 or 8 bytes\n", es);
+		return -EINVAL;
+	}
+	if (o->n_elems == 0) {
+		fprintf(stderr, "bam: an array needs at least one element\n");
+		return -EINVAL;
+	}
+	uint32_t nc = o->n_ctrl ? o->n_ctrl : bam_ctx_ctrl_count(ctx) - o->first_ctrl;
+	if (o->first_ctrl + nc > bam_ctx_ctrl_count(ctx) || nc == 0) {
+		fprintf(stderr, "bam: array on controllers %u..%u, but the context has %u\n", o->first_ctrl,
+			o->first_ctrl + nc - 1, bam_ctx_ctrl_count(ctx));
+		return -EINVAL;
+	}
+	int id = -1;
+	for (int i = 0; i < BAM_MAX_ARRAYS; i++)
+		if (!c->arrays[i]) {
+			id = i;
+			break;
+		}
+	if (id < 0)
+		return -ENOSPC;
+	struct bam_array *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->cache = c;
+	struct bam_array_dev *h = &a->h;
+	h->io = bam_ctx_dev(ctx);
+	h->n_elems = o->n_elems;
+	h->elem_size = es;
+	while ((1u << h->elem_shift) < es)
+		h->elem_shift++;
+	h->id = (uint32_t)id;
+	h->layout = o->layout;
+	h->n_ctrl = nc;
+	h->base_lba = o->base_lba;
+	uint32_t lba_size = 0;
+	for (uint32_t k = 0; k < nc; k++) {
+		struct bam_ns_info ns;
+		h->ctrl[k] = o->first_ctrl + k;
+		bam_ctx_ns_info(ctx, h->ctrl[k], &ns);
+		if (lba_size && ns.lba_size != lba_size) {
+			fprintf(stderr, "bam: controllers of one array must share an LBA size\n");
+			free(a);
+			return -EINVAL;
+		}
+		lba_size = ns.lba_size;
+	}
+	while ((1u << h->lba_shift) < lba_size)
+		h->lba_shift++;
+	uint64_t bytes = o->n_elems * es;
+	h->n_lines = (bytes + c->h.line_size - 1) >> c->h.line_shift;
+	if (h->n_lines >= (1ull << BAM_TAG_LINE_BITS)) {
+		free(a);
+		return -EINVAL;
+	}
+	uint64_t lines_per_ctrl = o->layout == BAM_LAYOUT_STRIPE ? (h->n_lines + nc - 1) / nc : h->n_lines;
+	a->bytes_per_ctrl = lines_per_ctrl * c->h.line_size;
+	if (o->base_lba % (c->h.line_size / lba_size)) {
+		fprintf(stderr, "bam: array base LBA %llu is not line aligned\n", (unsigned long long)o->base_lba);
+		free(a);
+		return -EINVAL;
+	}
+	for (uint32_t k = 0; k < nc; k++) {
+		struct bam_ns_info ns;
+		bam_ctx_ns_info(ctx, h->ctrl[k], &ns);
+		uint64_t need = o->base_lba * lba_size + a->bytes_per_ctrl;
+		if (need > ns.nlba * ns.lba_size) {
+			fprintf(stderr, "bam: array of %llu bytes needs %llu bytes on controller %u, which has %llu\n",
+				(unsigned long long)bytes, (unsigned long long)need, h->ctrl[k],
+				(unsigned long long)(ns.nlba * ns.lba_size));
+			free(a);
+			return -EINVAL;
+		}
+	}
+	h->cache = c->d;
+	h->xlat = bam_mem_alloc(ctx, BAM_MEM_DEVICE, h->n_lines * 4);
+	a->d = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(*a->d));
+	if (!h->xlat || !a->d || bam_mem_set(ctx, h->xlat, 0xff, h->n_lines * 4) ||
+	    bam_mem_copy(ctx, a->d, h, sizeof(*h))) {
+		bam_mem_free(ctx, BAM_MEM_DEVICE, h->xlat);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, a->d);
+		free(a);
+		return -ENOMEM;
+	}
+	c->arrays[id] = a;
+	c->h.arrays[id] = a->d;
+	if (sync_cache(c)) {
+		bam_array_destroy(a);
+		return -EIO;
+	}
+	*out = a;
+	return 0;
+}
+
+void bam_array_destroy(struct bam_array *a)
+{
+	if (!a)
+		return;
+	struct bam_cache *c = a->cache;
+	c->arrays[a->h.id] = NULL;
+	c->h.arrays[a->h.id] = NULL;
+	sync_cache(c);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, a->h.xlat);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, a->d);
+	free(a);
+}
+
+struct bam_array_dev *bam_array_dev(struct bam_array *a) { return a->d; }
+uint64_t bam_array_bytes_per_ctrl(const struct bam_array *a) { return a->bytes_per_ctrl; }
+uint64_t bam_array_end_lba(const struct bam_array *a)
+{
+	return a->h.base_lba + (a->bytes_per_ctrl >> a->h.lba_shift);
+}
+
+static int media_rw(struct bam_array *a, uint64_t first, void *buf, uint64_t n, int write)
+{
+	struct bam_array_dev *h = &a->h;
+	if (first > h->n_elems || n > h->n_elems - first)
+		return -ERANGE;
+	uint32_t ls = a->cache->h.line_size;
+	uint64_t off = first * h->elem_size, end = off + n * h->elem_size;
+	uint8_t *p = buf;
+	while (off < end) {
+		uint64_t l = off / ls, in = off % ls;
+		uint64_t len = ls - in < end - off ? ls - in : end - off;
+		uint32_t reps = h->layout == BAM_LAYOUT_REPLICATE && write ? h->n_ctrl : 1;
+		for (uint32_t r = 0; r < reps; r++) {
+			uint32_t ctrl;
+			uint64_t lba;
+			bam_array_place(h, l, r, &ctrl, &lba);
+			uint64_t moff = (lba << h->lba_shift) + in;
+			int rc = write ? bam_ctx_media_write(a->cache->ctx, ctrl, moff, p, len)
+				       : bam_ctx_media_read(a->cache->ctx, ctrl, moff, p, len);
+			if (rc)
+				return rc;
+		}
+		off += len;
+		p += len;
+	}
+	return 0;
+}
+
+int bam_array_media_write(struct bam_array *a, uint64_t first, const void *buf, uint64_t n)
+{
+	return media_rw(a, first, (void *)(uintptr_t)buf, n, 1);
+}
+
+int bam_array_media_read(struct bam_array *a, uint64_t first, void *buf, uint64_t n)
+{
+	return media_rw(a, first, buf, n, 0);
+}
+
+int bam_array_stats(struct bam_array *a, struct bam_array_stats *out)
+{
+	struct bam_array_dev tmp;
+	int rc = bam_mem_copy(a->cache->ctx, &tmp, a->d, sizeof(tmp));
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->c = tmp.cnt;
+	uint64_t moved = tmp.cnt.bytes_read + tmp.cnt.bytes_written;
+	out->amplification = tmp.cnt.bytes_requested ? (double)moved / (double)tmp.cnt.bytes_requested : 0;
+	uint64_t lk = tmp.cnt.hits + tmp.cnt.misses;
+	out->hit_rate = lk ? (double)tmp.cnt.hits / (double)lk : 0;
+	return 0;
+}
+
+int bam_array_stats_reset(struct bam_array *a)
+{
+	struct bam_array_counters z;
+	memset(&z, 0, sizeof(z));
+	return bam_mem_copy(a->cache->ctx, (uint8_t *)a->d + offsetof(struct bam_array_dev, cnt), &z, sizeof(z));
+}
+
+void bam_array_stats_print(FILE *f, const char *name, const struct bam_array_stats *s)
+{
+	fprintf(f, "  %s: accesses=%llu hits=%llu misses=%llu (hit rate %.1f%%) evictions=%llu writebacks=%llu errors=%llu\n",
+		name, (unsigned long long)s->c.accesses, (unsigned long long)s->c.hits, (unsigned long long)s->c.misses,
+		100.0 * s->hit_rate, (unsigned long long)s->c.evictions, (unsigned long long)s->c.writebacks,
+		(unsigned long long)s->c.errors);
+	fprintf(f, "  %s: requested=%.1f MB read=%.1f MB written=%.1f MB I/O amplification=%.2fx\n", name,
+		s->c.bytes_requested / 1e6, s->c.bytes_read / 1e6, s->c.bytes_written / 1e6, s->amplification);
+}

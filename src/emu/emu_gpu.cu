@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU-resident workers of the emulated NVMe controller: one persistent kernel on its
+ * own non-blocking stream. Each warp serves a fixed set of I/O queues of one
+ * controller: it reads the SQ tail doorbell, fetches up to 32 SQEs (one per lane),
+ * validates them and injects faults per lane (emu_core.h), moves each command's data
+ * with the whole warp (16-byte accesses; for reads the source is host-pinned media,
+ * so the data crosses PCIe as an SSD's DMA would), then posts the CQEs in order, each
+ * no earlier than its profile time. The CPU is not involved.
+ *
+ * Deadlock freedom: bam_emu_gpu_start() returns only after every worker block has
+ * reported that it is resident. Application kernels launched afterwards can only take
+ * the SMs' remaining capacity, so the workers always run; they leave when the host
+ * sets the stop word.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include "emu.h"
+
+extern "C" void bam_gpu_workers_begin(void);
+extern "C" void bam_gpu_workers_end(void);
+
+#define EMU_WARPS_PER_BLOCK 4
+
+struct emu_gpu_run {
+	cudaStream_t stream;
+	uint32_t *started;    /* pinned host: one word per block */
+	uint32_t nblocks;
+	uint32_t *stop;
+};
+
+__device__ static inline void warp_copy(uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t lane)
+{
+	if ((((uintptr_t)dst | (uintptr_t)src | len) & 15u) == 0) {
+		const uint4 *s = (const uint4 *)src;
+		uint4 *d = (uint4 *)dst;
+		uint32_t n = len >> 4;
+		uint32_t i = lane;
+		/* 4 independent 16-byte loads in flight per lane before the stores */
+		for (; i + 96 < n; i += 128) {
+			uint4 a = s[i], b = s[i + 32], c = s[i + 64], e = s[i + 96];
+			d[i] = a;
+			d[i + 32] = b;
+			d[i + 64] = c;
+			d[i + 96] = e;
+		}
+		for (; i < n; i += 32)
+			d[i] = s[i];
+	} else {
+		for (uint32_t i = lane * 4; i < len; i += 128) {
+			uint32_t n = len - i < 4 ? len - i : 4;
+			for (uint32_t k = 0; k < n; k++)
+				dst[i + k] = src[i + k];
+		}
+	}
+}
+
+/* Serve one queue: at most 32 commands. Returns the number executed. */
+__device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_t lane, const uint32_t *stop)
+{
+	struct emu_queue *q = &c->q[qid];
+	if (!q->created)
+		return 0;
+	const uint32_t depth = q->depth;
+	/* every lane reads the doorbell with acquire: the SQEs it then reads are ordered
+	 * after the submitters' release of the tail */
+	uint32_t tail = bam_load_acquire_sys_u32(&c->db[2 * qid]);
+	uint32_t head = q->sq_head;
+	if (tail >= depth || tail == head)
+		return 0;
+	uint32_t avail = (tail + depth - head) % depth;
+	/* never overrun the CQ: free = slots before the CQ head doorbell */
+	uint32_t cqh = bam_load_acquire_sys_u32(&c->db[2 * qid + 1]);
+	uint32_t cfree = (cqh + depth - q->cq_tail - 1) % depth;
+	uint32_t n = avail < 32 ? avail : 32;
+	n = n < cfree ? n : cfree;
+	if (c->f.stop_after) {
+		uint64_t done = bam_load_relaxed_u64(&c->cnt.cmds);
+		if (done >= c->f.stop_after)
+			return 0; /* fault: the controller stopped answering */
+	}
+	if (n == 0)
+		return 0;
+
+	struct nvme_sqe s;
+	memset(&s, 0, sizeof(s));
+	uint16_t st = 0;
+	uint32_t bytes = 0;
+	int drop = 0;
+	uint64_t extra = 0;
+	uint64_t now = bam_time_ns();
+	if (lane < n) {
+		const uint64_t *src = (const uint64_t *)&q->sq[(head + lane) % depth];
+		uint64_t *dst = (uint64_t *)&s;
+		for (int i = 0; i < 8; i++)
+			dst[i] = src[i];
+		uint64_t id = ((uint64_t)c->index << 56) ^ ((uint64_t)qid << 40) ^ ((uint64_t)(head + lane) << 16) ^ now;
+		st = emu_validate(c, &s, &bytes);
+		if (!st)
+			st = emu_inject(c, &s, id, &drop, &extra);
+	}
+	__syncwarp();
+	/* data movement, one command at a time with the whole warp */
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t jbytes = __shfl_sync(0xffffffffu, bytes, j);
+		uint16_t jst = (uint16_t)__shfl_sync(0xffffffffu, (uint32_t)st, j);
+		if (jst || !jbytes)
+			continue;
+		uint64_t prp1 = __shfl_sync(0xffffffffu, s.prp1, j);
+		uint64_t prp2 = __shfl_sync(0xffffffffu, s.prp2, j);
+		uint32_t opc = __shfl_sync(0xffffffffu, (uint32_t)s.opc, j);
+		uint64_t slba = __shfl_sync(0xffffffffu, lane < n ? nvme_sqe_slba(&s) : 0ull, j);
+		struct nvme_sqe t;
+		t.prp1 = prp1;
+		t.prp2 = prp2;
+		struct emu_prp_iter it;
+		emu_prp_begin(&it, &t, jbytes);
+		uint64_t off = slba << c->lba_shift, addr;
+		uint32_t len;
+		int r;
+		while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+			uint8_t *p = (uint8_t *)(uintptr_t)addr;
+			if (opc == NVME_CMD_READ)
+				warp_copy(p, c->media + off, len, lane);
+			else
+				warp_copy(c->media + off, p, len, lane);
+			off += len;
+		}
+		if (r < 0 && lane == j)
+			st = (uint16_t)-r;
+	}
+	if (lane < n)
+		emu_count(c, &s, bytes, st);
+	/* timing: one token-bucket reservation for the whole batch, in lane order, so the
+	 * completion times rise with the CQ position */
+	const struct emu_timing *tm = &c->t;
+	int wr = lane < n && s.opc == NVME_CMD_WRITE;
+	uint64_t svc = 0;
+	if (lane < n && !st) {
+		uint64_t pc = wr ? tm->ps_per_cmd_write : tm->ps_per_cmd_read;
+		uint64_t pb = (wr ? tm->ps_per_byte_write : tm->ps_per_byte_read) * bytes;
+		svc = pc > pb ? pc : pb;
+	}
+	uint64_t incl = svc; /* inclusive prefix sum over lanes */
+	for (int o = 1; o < 32; o <<= 1) {
+		uint64_t v = __shfl_up_sync(0xffffffffu, incl, o);
+		if ((int)lane >= o)
+			incl += v;
+	}
+	uint64_t total = __shfl_sync(0xffffffffu, incl, 31);
+	uint64_t start_ps = 0;
+	if (total && lane == 0) {
+		uint64_t now_ps = now * 1000u;
+		uint64_t old = bam_load_relaxed_u64(&c->vclock_ps);
+		for (;;) {
+			uint64_t b = old > now_ps ? old : now_ps;
+			uint64_t seen = bam_cas_acq_rel_gpu_u64(&c->vclock_ps, old, b + total);
+			if (seen == old) {
+				start_ps = b;
+				break;
+			}
+			old = seen;
+		}
+	}
+	start_ps = __shfl_sync(0xffffffffu, start_ps, 0);
+	uint64_t lat = wr ? tm->lat_write_ns : tm->lat_read_ns;
+	uint64_t ready = 0;
+	if (lane < n && !st && (total || lat)) {
+		uint64_t bucket = (start_ps + incl) / 1000u;
+		ready = bucket > now + lat ? bucket : now + lat;
+	}
+	if (extra)
+		ready = (ready ? ready : now) + extra;
+	/* post in CQ order; lane j posts when its time has come */
+	if (lane == 0)
+		q->sq_head = (head + n) % depth;
+	__syncwarp();
+	for (uint32_t j = 0; j < n; j++) {
+		uint64_t rj = __shfl_sync(0xffffffffu, ready, j);
+		uint32_t guard = 0;
+		while (rj && bam_time_ns() < rj) {
+			if ((++guard & 1023u) == 0 && *(volatile const uint32_t *)stop)
+				break;
+			__nanosleep(200);
+		}
+		if (lane == j && !drop)
+			emu_post_cqe(q, s.cid, st);
+		/* lane j advanced cq_tail/phase in memory; __syncwarp orders that before the
+		 * next lane's read of them */
+		__syncwarp();
+	}
+	return n;
+}
+
+__global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uint32_t warps_per_ctrl,
+				   const uint32_t *nq, uint32_t *stop, uint32_t *started)
+{
+	if (threadIdx.x == 0)
+		bam_store_release_sys_u32(&started[blockIdx.x], 1u);
+	const uint32_t lane = threadIdx.x & 31u;
+	const uint32_t gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	if (gw >= n_ctrl * warps_per_ctrl)
+		return;
+	struct emu_ctrl *c = ctrls[gw / warps_per_ctrl];
+	const uint32_t w = gw % warps_per_ctrl;
+	const uint32_t nqueues = nq[gw / warps_per_ctrl];
+	uint32_t idle = 0;
+	for (uint64_t iter = 0;; iter++) {
+		uint32_t did = 0;
+		for (uint32_t qid = 1 + w; qid <= nqueues; qid += warps_per_ctrl)
+			did += serve_queue(c, qid, lane, stop);
+		if (did) {
+			idle = 0;
+		} else {
+			idle++;
+			__nanosleep(idle < 16 ? 100 : 1000);
+		}
+		/* the stop word is in host memory: read it over PCIe only now and then */
+		if ((iter & 255u) == 0 || idle > 16) {
+			uint32_t v = __shfl_sync(0xffffffffu, lane == 0 ? *(volatile const uint32_t *)stop : 0u, 0);
+			if (v)
+				return;
+		}
+	}
+}
+
+extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const uint32_t *nq,
+				 uint32_t warps_per_ctrl, uint32_t *stop, void **handle,
+				 char *err, size_t errlen)
+{
+	struct emu_gpu_run *r = (struct emu_gpu_run *)calloc(1, sizeof(*r));
+	struct emu_ctrl **dctrls = NULL;
+	uint32_t *dnq = NULL;
+	cudaError_t e;
+	int dev = 0, nsm = 0;
+	if (!r)
+		return -ENOMEM;
+	cudaGetDevice(&dev);
+	cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+	if (!warps_per_ctrl) {
+		/* default: 16 SMs' worth of worker warps in all (a reserved share of about
+		 * an eighth of an H200), split over the controllers */
+		uint32_t total = 16u * EMU_WARPS_PER_BLOCK;
+		warps_per_ctrl = total / n_ctrl < 4 ? 4 : total / n_ctrl;
+	}
+	uint32_t nwarps = n_ctrl * warps_per_ctrl;
+	r->nblocks = (nwarps + EMU_WARPS_PER_BLOCK - 1) / EMU_WARPS_PER_BLOCK;
+	if ((int)r->nblocks > nsm / 2) {
+		snprintf(err, errlen, "emu: %u worker blocks would take more than half of the %d SMs", r->nblocks, nsm);
+		free(r);
+		return -EINVAL;
+	}
+	r->stop = stop;
+	if ((e = cudaHostAlloc((void **)&r->started, r->nblocks * sizeof(uint32_t), cudaHostAllocMapped)) != cudaSuccess)
+		goto cuda_fail;
+	memset(r->started, 0, r->nblocks * sizeof(uint32_t));
+	if ((e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking)) != cudaSuccess)
+		goto cuda_fail;
+	if ((e = cudaMalloc((void **)&dctrls, n_ctrl * sizeof(*dctrls))) != cudaSuccess ||
+	    (e = cudaMalloc((void **)&dnq, n_ctrl * sizeof(*dnq))) != cudaSuccess)
+		goto cuda_fail;
+	cudaMemcpyAsync(dctrls, ctrls, n_ctrl * sizeof(*dctrls), cudaMemcpyHostToDevice, r->stream);
+	cudaMemcpyAsync(dnq, nq, n_ctrl * sizeof(*dnq), cudaMemcpyHostToDevice, r->stream);
+	bam_gpu_workers_begin();
+	emu_workers_kernel<<<r->nblocks, EMU_WARPS_PER_BLOCK * 32, 0, r->stream>>>(dctrls, n_ctrl, warps_per_ctrl, dnq, stop, r->started);
+	if ((e = cudaGetLastError()) != cudaSuccess) {
+		bam_gpu_workers_end();
+		goto cuda_fail;
+	}
+	{
+		/* wait (bounded) until every worker block is resident */
+		uint64_t t0 = bam_time_ns();
+		for (;;) {
+			uint32_t k = 0;
+			for (uint32_t b = 0; b < r->nblocks; b++)
+				k += __atomic_load_n(&r->started[b], __ATOMIC_ACQUIRE) ? 1 : 0;
+			if (k == r->nblocks)
+				break;
+			if (bam_time_ns() - t0 > 10000000000ull) {
+				snprintf(err, errlen, "emu: only %u of %u worker blocks became resident in 10 s", k, r->nblocks);
+				*(volatile uint32_t *)stop = 1;
+				cudaStreamSynchronize(r->stream);
+				bam_gpu_workers_end();
+				free(r);
+				return -EIO;
+			}
+		}
+	}
+	*handle = r;
+	return 0;
+cuda_fail:
+	snprintf(err, errlen, "emu: CUDA: %s", cudaGetErrorString(e));
+	free(r);
+	return -EIO;
+}
+
+extern "C" int bam_emu_gpu_stop(void *handle)
+{
+	struct emu_gpu_run *r = (struct emu_gpu_run *)handle;
+	*(volatile uint32_t *)r->stop = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cudaError_t e = cudaStreamSynchronize(r->stream);
+	if (e != cudaSuccess)
+		fprintf(stderr, "bam: emulated controller workers ended with: %s\n", cudaGetErrorString(e));
+	cudaStreamDestroy(r->stream);
+	cudaFreeHost(r->started);
+	bam_gpu_workers_end();
+	free(r);
+	return e == cudaSuccess ? 0 : -EIO;
+}

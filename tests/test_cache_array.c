@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software cache and array API on the CPU target: random reads and writes from
+ * many threads against a shadow copy; an oversubscribed cache; flush durability with
+ * concurrent writers to one line; an I/O error during a fill.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "bam/cache.h"
+
+struct env {
+	struct bam_ctx *ctx;
+	struct bam_cache *cache;
+	struct bam_array *arr;
+};
+
+static void open_env(struct env *e, const char *backend, uint64_t cache_bytes, uint32_t line, uint64_t n_elems,
+		     uint32_t es, enum bam_layout layout)
+{
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 8, .queue_depth = 64, .timeout_ns = 2000000000ull};
+	char err[256];
+	int rc = bam_ctx_open(backend, &o, &e->ctx, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	struct bam_cache_opts co = {.capacity = cache_bytes, .line_size = line};
+	assert_int_equal(bam_cache_create(e->ctx, &co, &e->cache), 0);
+	struct bam_array_opts ao = {.n_elems = n_elems, .elem_size = es, .layout = layout};
+	assert_int_equal(bam_array_create(e->cache, &ao, &e->arr), 0);
+}
+
+static void close_env(struct env *e)
+{
+	bam_cache_destroy(e->cache);
+	bam_ctx_close(e->ctx);
+}
+
+/* ---- many threads, reads and writes, against a shadow copy ---------------------- */
+
+#define N_ELEMS (1u << 18) /* 1 MiB of u32: 4x the cache below */
+
+struct rw_job {
+	struct bam_array_dev *a;
+	uint32_t *shadow;     /* expected value of each element */
+	uint64_t ops;
+	uint32_t nthreads;
+	int errors, mismatches;
+};
+
+static void rw_thread(void *arg, uint64_t tid)
+{
+	struct rw_job *j = arg;
+	uint64_t r = tid * 0x9e3779b97f4a7c15ull + 1;
+	for (uint64_t k = 0; k < j->ops; k++) {
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		/* thread t writes only elements with i % nthreads == t: the shadow stays exact */
+		uint64_t i = (r % (N_ELEMS / j->nthreads)) * j->nthreads + tid;
+		if (r & (1ull << 40)) {
+			uint32_t v = (uint32_t)(r >> 20);
+			if (bam_array_write_u32(j->a, i, v)) {
+				__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			j->shadow[i] = v;
+		} else {
+			uint32_t v;
+			if (bam_array_read_u32(j->a, i, &v)) {
+				__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			if (v != j->shadow[i])
+				__atomic_fetch_add(&j->mismatches, 1, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+static void test_random_rw_shadow(void **state)
+{
+	(void)state;
+	struct env e;
+	open_env(&e, "emu:count=2,size=4M", 256 << 10, 4096, N_ELEMS, 4, BAM_LAYOUT_STRIPE);
+	struct rw_job j = {.a = bam_array_dev(e.arr), .ops = 20000, .nthreads = 32};
+	j.shadow = calloc(N_ELEMS, 4);
+	for (uint32_t i = 0; i < N_ELEMS; i++)
+		j.shadow[i] = i * 2654435761u;
+	assert_int_equal(bam_array_media_write(e.arr, 0, j.shadow, N_ELEMS), 0);
+	assert_int_equal(bam_cpu_launch(32, 32, rw_thread, &j), 0);
+	assert_int_equal(j.errors, 0);
+	assert_int_equal(j.mismatches, 0);
+	/* after a flush the media holds exactly the shadow */
+	assert_int_equal(bam_cache_flush(e.cache), 0);
+	uint32_t *m = calloc(N_ELEMS, 4);
+	assert_int_equal(bam_array_media_read(e.arr, 0, m, N_ELEMS), 0);
+	assert_memory_equal(m, j.shadow, (size_t)N_ELEMS * 4);
+	struct bam_array_stats s;
+	assert_int_equal(bam_array_stats(e.arr, &s), 0);
+	assert_true(s.c.misses > 0 && s.c.hits > 0 && s.c.evictions > 0 && s.c.writebacks > 0);
+	assert_int_equal(s.c.errors, 0);
+	assert_int_equal(s.c.accesses, 32u * 20000u);
+	free(m);
+	free(j.shadow);
+	close_env(&e);
+}
+
+/* ---- oversubscription: far more lines than slots, every slot referenced ---------- */
+
+struct hold_job {
+	struct bam_array_dev *a;
+	int ok, busy, other;
+};
+
+/* each thread holds a line handle on one line and then asks for another line */
+static void hold_thread(void *arg, uint64_t tid)
+{
+	struct hold_job *j = arg;
+	struct bam_line h1 = {.slot = -1}, h2 = {.slot = -1};
+	int rc = bam_line_get(j->a, &h1, tid * 1024);
+	if (rc == 0) {
+		rc = bam_line_get(j->a, &h2, (tid + 1000) * 1024);
+		bam_line_put(j->a, &h2);
+	}
+	bam_line_put(j->a, &h1);
+	if (rc == 0)
+		__atomic_fetch_add(&j->ok, 1, __ATOMIC_RELAXED);
+	else if (rc == -EBUSY)
+		__atomic_fetch_add(&j->busy, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&j->other, 1, __ATOMIC_RELAXED);
+}
+
+static void test_oversubscribed_no_hang(void **state)
+{
+	(void)state;
+	struct env e;
+	/* 8 slots of 4 KiB; 64 threads each pinning a line then wanting a second one */
+	open_env(&e, "emu:size=16M", 8 * 4096, 4096, 4u << 20, 4, BAM_LAYOUT_STRIPE);
+	struct hold_job j = {.a = bam_array_dev(e.arr)};
+	uint64_t t0 = bam_time_ns();
+	assert_int_equal(bam_cpu_launch(64, 64, hold_thread, &j), 0);
+	double s = (double)(bam_time_ns() - t0) / 1e9;
+	/* everyone ends: either served or told -EBUSY after the 2 s bound; never a hang */
+	assert_int_equal(j.ok + j.busy + j.other, 64);
+	assert_int_equal(j.other, 0);
+	assert_true(j.busy > 0); /* 64 holders > 8 slots: some must be refused */
+	assert_true(s < 30.0);
+	/* the cache still works afterwards: references were all released */
+	uint32_t v;
+	assert_int_equal(bam_array_read_u32(bam_array_dev(e.arr), 5, &v), 0);
+	close_env(&e);
+}
+
+/* and many threads streaming over many more lines than slots (no holds): completes */
+struct stream_job {
+	struct bam_array_dev *a;
+	int errors;
+	uint64_t n;
+};
+static void stream_thread(void *arg, uint64_t tid)
+{
+	struct stream_job *j = arg;
+	for (uint64_t i = tid; i < j->n; i += 48 * 131) {
+		uint64_t v;
+		if (bam_array_read_u64(j->a, i, &v) || v != i * 3)
+			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void test_oversubscribed_streaming(void **state)
+{
+	(void)state;
+	struct env e;
+	uint64_t n = 1u << 20; /* 8 MiB of u64 through a 16 KiB cache */
+	open_env(&e, "emu:size=16M", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
+	uint64_t *buf = malloc(n * 8);
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = i * 3;
+	assert_int_equal(bam_array_media_write(e.arr, 0, buf, n), 0);
+	struct stream_job j = {.a = bam_array_dev(e.arr), .n = n};
+	assert_int_equal(bam_cpu_launch(48, 48, stream_thread, &j), 0);
+	assert_int_equal(j.errors, 0);
+	free(buf);
+	close_env(&e);
+}
+
+/* ---- flush durability: concurrent writers to different elements of one line ------ */
+
+struct line_job {
+	struct bam_array_dev *a;
+	int errors;
+};
+static void line_writer(void *arg, uint64_t tid)
+{
+	struct line_job *j = arg;
+	/* 64 threads, each owning 16 u32 of the same 4 KiB line 3 (elements 3072..4095),
+	 * plus atomic adds into a shared counter element of line 0 */
+	for (int k = 0; k < 16; k++)
+		if (bam_array_write_u32(j->a, 3072 + tid * 16 + k, (uint32_t)(tid * 1000 + k)))
+			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+	for (int k = 0; k < 100; k++)
+		if (bam_array_atomic_add_u32(j->a, 7, 1, NULL))
+			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+}
+
+static void test_flush_durability(void **state)
+{
+	(void)state;
+	struct env e;
+	open_env(&e, "emu:size=1M", 64 << 10, 4096, 8192, 4, BAM_LAYOUT_REPLICATE);
+	struct line_job j = {.a = bam_array_dev(e.arr)};
+	assert_int_equal(bam_cpu_launch(64, 64, line_writer, &j), 0);
+	assert_int_equal(j.errors, 0);
+	assert_int_equal(bam_cache_flush(e.cache), 0);
+	uint32_t *m = calloc(8192, 4);
+	assert_int_equal(bam_array_media_read(e.arr, 0, m, 8192), 0);
+	assert_int_equal(m[7], 6400);
+	for (uint32_t t = 0; t < 64; t++)
+		for (uint32_t k = 0; k < 16; k++)
+			assert_int_equal(m[3072 + t * 16 + k], t * 1000 + k);
+	for (uint32_t i = 0; i < 3072; i++)
+		if (i != 7)
+			assert_int_equal(m[i], 0);
+	/* a second flush writes nothing new */
+	struct bam_array_stats s1, s2;
+	bam_array_stats(e.arr, &s1);
+	assert_int_equal(bam_cache_flush(e.cache), 0);
+	bam_array_stats(e.arr, &s2);
+	assert_int_equal(s1.c.writebacks, s2.c.writebacks);
+	free(m);
+	close_env(&e);
+}
+
+/* ---- I/O error during a fill: not published, the caller sees the error ---------- */
+
+static void test_fill_error_not_published(void **state)
+{
+	(void)state;
+	struct env e;
+	/* LBAs 16..23 (bytes 8192..12287 = line 2 with 4 KiB lines) fail to read */
+	open_env(&e, "emu:size=1M,err_lba=16-24", 64 << 10, 4096, 65536, 4, BAM_LAYOUT_STRIPE);
+	struct bam_array_dev *a = bam_array_dev(e.arr);
+	uint32_t v = 123;
+	assert_int_equal(bam_array_read_u32(a, 2048, &v), -EIO); /* element 2048 = byte 8192 */
+	assert_int_equal(v, 0);
+	/* again: still an error, never a cached stale line */
+	assert_int_equal(bam_array_read_u32(a, 2050, &v), -EIO);
+	/* neighbours are fine */
+	assert_int_equal(bam_array_read_u32(a, 0, &v), 0);
+	assert_int_equal(bam_array_read_u32(a, 3072, &v), 0);
+	struct bam_array_stats s;
+	bam_array_stats(e.arr, &s);
+	assert_int_equal(s.c.errors, 2);
+	close_env(&e);
+}
+
+/* out-of-range index: -ERANGE, nothing touched */
+static void test_out_of_range(void **state)
+{
+	(void)state;
+	struct env e;
+	open_env(&e, "emu:size=1M", 64 << 10, 4096, 1000, 8, BAM_LAYOUT_STRIPE);
+	uint64_t v = 5;
+	assert_int_equal(bam_array_read_u64(bam_array_dev(e.arr), 1000, &v), -ERANGE);
+	assert_int_equal(v, 0);
+	assert_int_equal(bam_array_write_u64(bam_array_dev(e.arr), ~0ull, 1), -ERANGE);
+	close_env(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random_rw_shadow),
+		cmocka_unit_test(test_oversubscribed_no_hang),
+		cmocka_unit_test(test_oversubscribed_streaming),
+		cmocka_unit_test(test_flush_durability),
+		cmocka_unit_test(test_fill_error_not_published),
+		cmocka_unit_test(test_out_of_range),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU side of `bam bench`: the I/O kernel (bench_kern.h) and the baselines measured in
+ * the same run (random chunks of pinned host memory read zero-copy; HBM read). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cuda_runtime.h>
+#include "bench_gpu.h"
+
+#define CUDA_TRY(call, label)                                                                  \
+	do {                                                                                   \
+		cudaError_t e_ = (call);                                                       \
+		if (e_ != cudaSuccess) {                                                       \
+			fprintf(stderr, "bam: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
+			goto label;                                                            \
+		}                                                                              \
+	} while (0)
+
+__global__ void bench_kernel(struct bench_args a)
+{
+	uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (tid < a.threads)
+		bench_thread(&a, tid);
+}
+
+struct bench_gpu {
+	cudaStream_t s;
+	cudaEvent_t e0, e1;
+};
+
+extern "C" int bench_gpu_start(const struct bench_args *a, void **handle)
+{
+	struct bench_gpu *g = (struct bench_gpu *)calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), fail);
+	CUDA_TRY(cudaEventCreate(&g->e0), fail);
+	CUDA_TRY(cudaEventCreate(&g->e1), fail);
+	{
+		uint32_t tpb = 128;
+		uint64_t blocks = (a->threads + tpb - 1) / tpb;
+		cudaEventRecord(g->e0, g->s);
+		bench_kernel<<<(unsigned)blocks, tpb, 0, g->s>>>(*a);
+		CUDA_TRY(cudaGetLastError(), fail);
+		cudaEventRecord(g->e1, g->s);
+	}
+	*handle = g;
+	return 0;
+fail:
+	free(g);
+	return -EIO;
+}
+
+extern "C" int bench_gpu_done(void *handle)
+{
+	struct bench_gpu *g = (struct bench_gpu *)handle;
+	cudaError_t e = cudaEventQuery(g->e1);
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady)
+		return 0;
+	return -EIO;
+}
+
+extern "C" int bench_gpu_finish(void *handle, double *ms)
+{
+	struct bench_gpu *g = (struct bench_gpu *)handle;
+	int rc = 0;
+	float f = 0;
+	if (cudaEventSynchronize(g->e1) != cudaSuccess || cudaEventElapsedTime(&f, g->e0, g->e1) != cudaSuccess) {
+		fprintf(stderr, "bam: bench kernel failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+		rc = -EIO;
+	}
+	*ms = f;
+	cudaEventDestroy(g->e0);
+	cudaEventDestroy(g->e1);
+	cudaStreamDestroy(g->s);
+	free(g);
+	return rc;
+}
+
+/* One warp per chunk: 16-byte coalesced loads of a random chunk of host memory. */
+__global__ void pcie_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t bs, uint4 *dst,
+			    uint64_t chunks_per_warp, uint64_t seed, unsigned long long *sink)
+{
+	uint64_t gw = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint32_t lane = threadIdx.x & 31u;
+	uint32_t words = bs / 16u;
+	uint64_t r = emu_mix64(seed ^ gw);
+	uint4 acc = make_uint4(0, 0, 0, 0);
+	for (uint64_t k = 0; k < chunks_per_warp; k++) {
+		r = emu_mix64(r);
+		const uint4 *s = src + (r % nchunks_region) * words;
+		uint4 *d = dst + gw * words;
+		for (uint32_t i = lane; i < words; i += 32) {
+			uint4 v = s[i];
+			d[i] = v;
+			acc.x ^= v.x;
+		}
+	}
+	if (acc.x == 0x12345678u)
+		atomicAdd(sink, 1ull); /* keeps the loads */
+}
+
+extern "C" int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint64_t chunks,
+				       double *bytes_per_s, double *chunks_per_s)
+{
+	uint4 *host = NULL, *dst = NULL;
+	unsigned long long *sink = NULL;
+	cudaStream_t s = 0;
+	cudaEvent_t e0 = 0, e1 = 0;
+	int rc = -EIO;
+	uint64_t warps = threads / 32 ? threads / 32 : 1;
+	uint64_t per = chunks / warps ? chunks / warps : 1;
+	float ms = 0;
+	CUDA_TRY(cudaHostAlloc((void **)&host, region, cudaHostAllocMapped), out);
+	memset(host, 0x5a, region);
+	CUDA_TRY(cudaMalloc((void **)&dst, warps * bs), out);
+	CUDA_TRY(cudaMalloc((void **)&sink, 8), out);
+	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	/* warm-up, then the timed run */
+	pcie_kernel<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, s>>>(host, region / bs, bs, dst, per / 8 + 1, 7, sink);
+	cudaEventRecord(e0, s);
+	pcie_kernel<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, s>>>(host, region / bs, bs, dst, per, 11, sink);
+	cudaEventRecord(e1, s);
+	CUDA_TRY(cudaEventSynchronize(e1), out);
+	cudaEventElapsedTime(&ms, e0, e1);
+	*chunks_per_s = (double)(warps * per) / (ms / 1e3);
+	*bytes_per_s = *chunks_per_s * bs;
+	rc = 0;
+out:
+	if (e0) cudaEventDestroy(e0);
+	if (e1) cudaEventDestroy(e1);
+	if (s) cudaStreamDestroy(s);
+	/* frees happen before any emulator starts or after it stopped (caller's order) */
+	if (host) cudaFreeHost(host);
+	if (dst) cudaFree(dst);
+	if (sink) cudaFree(sink);
+	return rc;
+}
+
+__global__ void hbm_kernel(const uint4 *src, uint64_t n, unsigned long long *sink)
+{
+	uint4 acc = make_uint4(0, 0, 0, 0);
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+		uint4 v = src[i];
+		acc.x ^= v.x;
+		acc.y ^= v.y;
+	}
+	if ((acc.x ^ acc.y) == 0x9abcdef1u)
+		atomicAdd(sink, 1ull);
+}
+
+extern "C" int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s)
+{
+	uint4 *d = NULL;
+	unsigned long long *sink = NULL;
+	cudaEvent_t e0 = 0, e1 = 0;
+	cudaStream_t s = 0;
+	float ms = 0;
+	int rc = -EIO, nsm = 0;
+	cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0);
+	CUDA_TRY(cudaMalloc((void **)&d, bytes), out);
+	CUDA_TRY(cudaMalloc((void **)&sink, 8), out);
+	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
+	cudaMemsetAsync(d, 1, bytes, s);
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	hbm_kernel<<<nsm * 8, 256, 0, s>>>(d, bytes / 16, sink);
+	cudaEventRecord(e0, s);
+	for (int i = 0; i < 5; i++)
+		hbm_kernel<<<nsm * 8, 256, 0, s>>>(d, bytes / 16, sink);
+	cudaEventRecord(e1, s);
+	CUDA_TRY(cudaEventSynchronize(e1), out);
+	cudaEventElapsedTime(&ms, e0, e1);
+	*bytes_per_s = 5.0 * (double)bytes / (ms / 1e3);
+	rc = 0;
+out:
+	if (e0) cudaEventDestroy(e0);
+	if (e1) cudaEventDestroy(e1);
+	if (s) cudaStreamDestroy(s);
+	if (d) cudaFree(d);
+	if (sink) cudaFree(sink);
+	return rc;
+}

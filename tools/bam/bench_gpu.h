@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU launchers of `bam bench` (bench_gpu.cu); only in CUDA builds. */
+#ifndef BAM_BENCH_GPU_H
+#define BAM_BENCH_GPU_H
+#include "bam/defs.h"
+#include "bench_kern.h"
+BAM_EXTERN_C_BEGIN
+/* Launch the bench kernel (threads GPU threads, 'a' copied by value). */
+int bench_gpu_start(const struct bench_args *a, void **handle);
+/* 1 when the kernel has finished, 0 while it runs, <0 on a CUDA error. */
+int bench_gpu_done(void *handle);
+/* Wait for the kernel; *ms = its duration by CUDA events. 0 or -EIO. */
+int bench_gpu_finish(void *handle, double *ms);
+/* The physical baseline: a plain kernel reading random bs-byte chunks of a pinned
+ * host buffer of 'region' bytes into GPU memory with 'threads' threads (a warp per
+ * chunk), 'chunks' chunks in all. Returns 0 with the achieved bytes/s and chunks/s. */
+int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint64_t chunks,
+			    double *bytes_per_s, double *chunks_per_s);
+/* HBM baseline: read 'bytes' of device memory; returns bytes/s. */
+int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s);
+BAM_EXTERN_C_END
+#endif

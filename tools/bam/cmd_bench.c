@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam bench: a fio-like benchmark of the I/O engine (and, with --array, of the cache
+ * and array API). Flags use fio's names where fio has one. Prints its whole
+ * configuration, IOPS, bandwidth, latency percentiles and error counts; --json for
+ * machines. Every read is verified against the LBA-derived pattern unless --verify=0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "bam/bam.h"
+#include "bam/backend.h"
+#include "bench_kern.h"
+#include "cmds.h"
+#ifdef BAM_HAVE_CUDA
+#include "bench_gpu.h"
+#endif
+
+struct bench_opts {
+	const char *backend;
+	const char *rw_name;
+	enum bench_rw rw;
+	uint32_t rwmix_read;
+	uint64_t bs, size, number_ios, threads;
+	double runtime;
+	uint32_t iodepth, qpairs, queue_depth, verify, json, baseline, quiet, workers;
+	uint64_t timeout_ms, seed;
+	enum bam_target target;
+	int array; /* --array: through the cache (cmd_bench_array.c) */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bam bench [options]\n"
+		"  --rw=MODE          read, write, randread (default), randwrite, randrw\n"
+		"  --rwmixread=PCT    reads in randrw, percent (default 50)\n"
+		"  --bs=SIZE          bytes per I/O, 512 to 1M, multiple of the LBA size (default 4k)\n"
+		"  --size=SIZE        region tested, over all controllers (default 1G)\n"
+		"  --runtime=SEC      run for this long (default: until --number_ios)\n"
+		"  --number_ios=N     I/Os in all (default threads * 64 when no --runtime)\n"
+		"  --iodepth=N        I/Os in flight per thread, 1 to %d (default 1)\n"
+		"  --threads=N        GPU threads / CPU-target threads (default 65536 GPU, 16 CPU)\n"
+		"  --qpairs=N         queue pairs per controller (default 128 GPU, 16 CPU)\n"
+		"  --queue-depth=N    entries per queue, power of two (default 1024 GPU, 256 CPU)\n"
+		"  --backend=STR      e.g. emu, emu:profile=optane-p5800x,count=4 (docs/BACKENDS.md)\n"
+		"  --target=T         gpu, cpu or auto (default)\n"
+		"  --verify=0|1       check every word of every block read (default 1)\n"
+		"  --baseline=0|1     measure the physical limit in the same run (default 1 for reads)\n"
+		"  --timeout-ms=N     bound of each wait for a completion (default 5000)\n"
+		"  --ctrl-workers=N   emulated controller workers per controller\n"
+		"  --seed=N           random seed (default 1)\n"
+		"  --json             JSON on stdout\n"
+		"  --quiet            no progress on stderr\n",
+		BENCH_MAX_IODEPTH);
+}
+
+static int parse_rw(const char *s, enum bench_rw *rw)
+{
+	static const char *names[] = {"read", "write", "randread", "randwrite", "randrw"};
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(s, names[i])) {
+			*rw = (enum bench_rw)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* ---- prefill: the media holds the LBA-derived pattern before reads -------------- */
+
+struct prefill {
+	struct bam_ctx *ctx;
+	struct bench_args *a;
+	uint64_t per_ctrl_bytes;
+	uint64_t chunk;
+	uint64_t nchunks; /* per controller */
+	int rc;
+};
+
+static void prefill_one(void *arg, uint64_t t)
+{
+	struct prefill *p = arg;
+	uint32_t c = (uint32_t)(t / p->nchunks);
+	uint64_t off = (t % p->nchunks) * p->chunk;
+	uint64_t len = p->per_ctrl_bytes - off < p->chunk ? p->per_ctrl_bytes - off : p->chunk;
+	uint64_t *buf = malloc(len);
+	if (!buf) {
+		p->rc = -ENOMEM;
+		return;
+	}
+	uint32_t per = (1u << p->a->lba_shift) / 8u;
+	uint64_t lba0 = off >> p->a->lba_shift;
+	for (uint64_t k = 0; k < len / 8; k++)
+		buf[k] = bench_word(c, lba0 + k / per, (uint32_t)(k % per));
+	int rc = bam_ctx_media_write(p->ctx, c, off, buf, len);
+	if (rc)
+		p->rc = rc;
+	free(buf);
+}
+
+/* ---- results ---------------------------------------------------------------------- */
+
+static uint64_t percentile(const struct bench_out *o, double q)
+{
+	uint64_t total = 0;
+	for (int i = 0; i < BENCH_HIST; i++)
+		total += o->hist[i];
+	if (!total)
+		return 0;
+	uint64_t want = (uint64_t)(q * (double)total + 0.5), acc = 0;
+	if (want == 0)
+		want = 1;
+	for (int i = 0; i < BENCH_HIST; i++) {
+		acc += o->hist[i];
+		if (acc >= want)
+			return bench_hist_value((uint32_t)i);
+	}
+	return bench_hist_value(BENCH_HIST - 1);
+}
+
+struct progress {
+	struct bam_ctx *ctx;
+	struct bench_out *dev_out;
+	volatile int done;
+	uint64_t total_ios;
+	double runtime;
+	int quiet;
+};
+
+static double now_s(void)
+{
+	return (double)bam_time_ns() / 1e9;
+}
+
+static void *progress_main(void *arg)
+{
+	struct progress *p = arg;
+	double t0 = now_s(), last = t0;
+	uint64_t last_ios = 0;
+	while (!p->done) {
+		usleep(100000);
+		double t = now_s();
+		if (t - last < 2.0 || p->quiet)
+			continue;
+		struct bench_out o;
+		if (bam_mem_copy(p->ctx, &o, p->dev_out, offsetof(struct bench_out, hist)))
+			continue;
+		double rate = (double)(o.ios - last_ios) / (t - last);
+		if (p->total_ios)
+			fprintf(stderr, "bench: %.0f s, %llu / %llu I/Os (%.1f%%), %.0f IOPS\n", t - t0,
+				(unsigned long long)o.ios, (unsigned long long)p->total_ios, 100.0 * o.ios / p->total_ios, rate);
+		else
+			fprintf(stderr, "bench: %.0f / %.0f s, %llu I/Os, %.0f IOPS\n", t - t0, p->runtime,
+				(unsigned long long)o.ios, rate);
+		last = t;
+		last_ios = o.ios;
+	}
+	return NULL;
+}
+
+static void cpu_bench_thread(void *arg, uint64_t tid)
+{
+	bench_thread(arg, tid);
+}
+
+/* CPU-target baseline: host threads copy random bs-byte chunks of a host buffer. */
+struct cpu_base {
+	uint8_t *src, *dst;
+	uint64_t region, bs, per;
+};
+static void cpu_base_thread(void *arg, uint64_t tid)
+{
+	struct cpu_base *b = arg;
+	uint64_t r = emu_mix64(tid + 99);
+	for (uint64_t k = 0; k < b->per; k++) {
+		r = emu_mix64(r);
+		memcpy(b->dst + tid * b->bs, b->src + (r % (b->region / b->bs)) * b->bs, b->bs);
+	}
+}
+
+static int cpu_baseline(uint64_t bs, uint64_t threads, double *bps, double *cps)
+{
+	struct cpu_base b = {.region = 256ull << 20, .bs = bs, .per = (64ull << 20) / bs / (threads ? threads : 1) + 1};
+	b.src = malloc(b.region);
+	b.dst = malloc(threads * bs);
+	if (!b.src || !b.dst) {
+		free(b.src);
+		free(b.dst);
+		return -ENOMEM;
+	}
+	memset(b.src, 0x5a, b.region);
+	double t0 = now_s();
+	bam_cpu_launch(threads, (uint32_t)threads, cpu_base_thread, &b);
+	double dt = now_s() - t0;
+	*cps = (double)(b.per * threads) / dt;
+	*bps = *cps * (double)bs;
+	free(b.src);
+	free(b.dst);
+	return 0;
+}
+
+int bam_cmd_bench(int argc, char **argv)
+{
+	struct bench_opts o = {.backend = "emu", .rw_name = "randread", .rw = BENCH_RANDREAD, .rwmix_read = 50,
+			       .bs = 4096, .size = 1ull << 30, .iodepth = 1, .verify = 1, .baseline = 2,
+			       .timeout_ms = 5000, .seed = 1};
+	static const struct option lo[] = {
+		{"rw", 1, 0, 'r'}, {"rwmixread", 1, 0, 'm'}, {"bs", 1, 0, 'b'}, {"size", 1, 0, 's'},
+		{"runtime", 1, 0, 't'}, {"number_ios", 1, 0, 'n'}, {"iodepth", 1, 0, 'd'}, {"threads", 1, 0, 'T'},
+		{"qpairs", 1, 0, 'q'}, {"queue-depth", 1, 0, 'Q'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'},
+		{"verify", 1, 0, 'v'}, {"baseline", 1, 0, 'L'}, {"timeout-ms", 1, 0, 'o'}, {"seed", 1, 0, 'S'},
+		{"json", 0, 0, 'j'}, {"quiet", 0, 0, 'Z'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
+		{0, 0, 0, 0}};
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		char *end = NULL;
+		switch (ch) {
+		case 'r':
+			o.rw_name = optarg;
+			if (parse_rw(optarg, &o.rw)) {
+				fprintf(stderr, "bench: --rw=%s: expected read, write, randread, randwrite or randrw\n", optarg);
+				return 2;
+			}
+			break;
+		case 'm': o.rwmix_read = (uint32_t)strtoul(optarg, &end, 10); if (*end || o.rwmix_read > 100) goto bad; break;
+		case 'b': if (bam_parse_size(optarg, &o.bs)) goto bad; break;
+		case 's': if (bam_parse_size(optarg, &o.size)) goto bad; break;
+		case 't': o.runtime = strtod(optarg, &end); if (*end || o.runtime <= 0) goto bad; break;
+		case 'n': o.number_ios = strtoull(optarg, &end, 10); if (*end || !o.number_ios) goto bad; break;
+		case 'd': o.iodepth = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o.iodepth || o.iodepth > BENCH_MAX_IODEPTH) goto bad; break;
+		case 'T': o.threads = strtoull(optarg, &end, 10); if (*end || !o.threads) goto bad; break;
+		case 'q': o.qpairs = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o.qpairs) goto bad; break;
+		case 'Q': o.queue_depth = (uint32_t)strtoul(optarg, &end, 10); if (*end) goto bad; break;
+		case 'B': o.backend = optarg; break;
+		case 'g':
+			if (!strcmp(optarg, "gpu")) o.target = BAM_TARGET_GPU;
+			else if (!strcmp(optarg, "cpu")) o.target = BAM_TARGET_CPU;
+			else if (!strcmp(optarg, "auto")) o.target = BAM_TARGET_AUTO;
+			else goto bad;
+			break;
+		case 'v': o.verify = (uint32_t)strtoul(optarg, &end, 10); if (*end || o.verify > 1) goto bad; break;
+		case 'L': o.baseline = (uint32_t)strtoul(optarg, &end, 10); if (*end || o.baseline > 1) goto bad; break;
+		case 'o': o.timeout_ms = strtoull(optarg, &end, 10); if (*end || !o.timeout_ms) goto bad; break;
+		case 'S': o.seed = strtoull(optarg, &end, 0); if (*end) goto bad; break;
+		case 'w': o.workers = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o.workers) goto bad; break;
+		case 'j': o.json = 1; break;
+		case 'Z': o.quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		bad:
+			fprintf(stderr, "bench: bad value '%s' for --%s\n", optarg, lo[0].name ? argv[optind - 1] : "");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "bench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o.bs < 512 || o.bs > (1u << 20) || (o.bs & 511)) {
+		fprintf(stderr, "bench: --bs=%llu: must be 512 B to 1 MiB, a multiple of 512\n", (unsigned long long)o.bs);
+		return 2;
+	}
+	if (o.size < o.bs) {
+		fprintf(stderr, "bench: --size must hold at least one block of --bs\n");
+		return 2;
+	}
+
+	/* emu without an explicit size: size each emulated namespace to its share */
+	char backend[1024];
+	snprintf(backend, sizeof(backend), "%s", o.backend);
+	if (!strncmp(o.backend, "emu", 3) && !strstr(o.backend, "size=") && !strstr(o.backend, "path=")) {
+		const char *cs = strstr(o.backend, "count=");
+		uint64_t count = cs ? strtoull(cs + 6, NULL, 10) : 1;
+		if (count == 0)
+			count = 1;
+		uint64_t per = (o.size + count - 1) / count;
+		per = (per + o.bs - 1) / o.bs * o.bs;
+		snprintf(backend, sizeof(backend), "%s%ssize=%llu", o.backend, strchr(o.backend, ':') ? "," : ":",
+			 (unsigned long long)per);
+	}
+
+	struct bam_ctx_opts co = {.target = o.target, .qpairs = o.qpairs, .queue_depth = o.queue_depth,
+				  .timeout_ns = o.timeout_ms * 1000000ull, .ctrl_workers = o.workers};
+	struct bam_ctx *ctx = NULL;
+	char err[512];
+
+	/* the GPU baseline runs before the emulator starts, so its frees cannot wait
+	 * on the persistent worker kernel */
+	int want_base = o.baseline == 2 ? (o.rw == BENCH_READ || o.rw == BENCH_RANDREAD) : (int)o.baseline;
+	double base_bps = 0, base_cps = 0, hbm_bps = 0;
+	enum bam_target tgt = o.target;
+	if (tgt == BAM_TARGET_AUTO) {
+#ifdef BAM_HAVE_CUDA
+		extern int bam_gpu_available(void);
+		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
+#else
+		tgt = BAM_TARGET_CPU;
+#endif
+	}
+	if (!o.threads)
+		o.threads = tgt == BAM_TARGET_GPU ? 65536 : 16;
+	if (!o.number_ios && o.runtime <= 0)
+		o.number_ios = o.threads * 64;
+	if (o.number_ios && o.number_ios < o.threads)
+		o.threads = o.number_ios;
+	if (want_base) {
+		int brc;
+#ifdef BAM_HAVE_CUDA
+		if (tgt == BAM_TARGET_GPU) {
+			brc = bench_gpu_pcie_baseline((uint32_t)o.bs, 4ull << 30, o.threads * 32 > (1u << 20) ? (1u << 20) : o.threads * 32,
+						      (16ull << 30) / o.bs, &base_bps, &base_cps);
+			if (!brc)
+				bench_gpu_hbm_baseline(8ull << 30, &hbm_bps);
+		} else
+#endif
+			brc = cpu_baseline(o.bs, o.threads > 64 ? 64 : o.threads, &base_bps, &base_cps);
+		if (brc)
+			want_base = 0;
+	}
+
+	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "bench: cannot open back end '%s': %s\n", backend, err);
+		return 1;
+	}
+	struct bam_ns_info ns;
+	bam_ctx_ns_info(ctx, 0, &ns);
+	uint32_t n_ctrl = bam_ctx_ctrl_count(ctx);
+	int exit_code = 0;
+	if (o.bs % ns.lba_size) {
+		fprintf(stderr, "bench: --bs=%llu is not a multiple of the LBA size %u\n", (unsigned long long)o.bs, ns.lba_size);
+		bam_ctx_close(ctx);
+		return 2;
+	}
+	uint64_t nblocks = o.size / o.bs;
+	uint64_t per_ctrl_blocks = (nblocks + n_ctrl - 1) / n_ctrl;
+	for (uint32_t c = 0; c < n_ctrl; c++) {
+		struct bam_ns_info ni;
+		bam_ctx_ns_info(ctx, c, &ni);
+		if (per_ctrl_blocks * o.bs > ni.nlba * ni.lba_size) {
+			fprintf(stderr, "bench: --size=%llu needs %llu bytes on each of %u controllers; controller %u has %llu\n",
+				(unsigned long long)o.size, (unsigned long long)(per_ctrl_blocks * o.bs), n_ctrl, c,
+				(unsigned long long)(ni.nlba * ni.lba_size));
+			bam_ctx_close(ctx);
+			return 2;
+		}
+	}
+
+	struct bench_args a;
+	memset(&a, 0, sizeof(a));
+	a.dev = bam_ctx_dev(ctx);
+	a.bs = (uint32_t)o.bs;
+	a.lba_shift = ns.lba_size == 4096 ? 12 : 9;
+	a.n_ctrl = n_ctrl;
+	a.iodepth = o.iodepth;
+	a.rwmix_read = o.rwmix_read;
+	a.verify = o.verify;
+	a.rw = o.rw;
+	a.nblocks = nblocks;
+	a.threads = o.threads;
+	a.ios_per_thread = o.number_ios ? (o.number_ios + o.threads - 1) / o.threads : 0;
+	a.runtime_ns = (uint64_t)(o.runtime * 1e9);
+	a.seed = o.seed;
+
+	/* prefill the tested region with the pattern (reads verify against it) */
+	if (o.verify && o.rw != BENCH_WRITE && o.rw != BENCH_RANDWRITE) {
+		struct prefill p = {.ctx = ctx, .a = &a, .per_ctrl_bytes = per_ctrl_blocks * o.bs, .chunk = 4ull << 20};
+		p.nchunks = (p.per_ctrl_bytes + p.chunk - 1) / p.chunk;
+		if (!o.quiet)
+			fprintf(stderr, "bench: writing the verification pattern to %llu MiB of media\n",
+				(unsigned long long)(p.per_ctrl_bytes * n_ctrl >> 20));
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		bam_cpu_launch(p.nchunks * n_ctrl, (uint32_t)(ncpu > 0 ? ncpu : 2), prefill_one, &p);
+		if (p.rc) {
+			fprintf(stderr, "bench: prefill failed: %s\n", bam_strerror(p.rc));
+			bam_ctx_close(ctx);
+			return 1;
+		}
+	}
+
+	uint64_t nbuf = o.threads * o.iodepth;
+	a.buf = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * o.bs);
+	struct bench_out *dout = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bench_out));
+	uint64_t *hlist = NULL;
+	if (!a.buf || !dout) {
+		fprintf(stderr, "bench: cannot allocate %llu bytes of I/O buffers\n", (unsigned long long)(nbuf * o.bs));
+		bam_ctx_close(ctx);
+		return 1;
+	}
+	a.out = dout;
+	if (o.bs > 2 * NVME_PAGE_SIZE) {
+		/* PRP lists for every buffer, built once (no allocation in the I/O path) */
+		a.prp_stride = bam_prp_list_bytes(0, o.bs);
+		a.prp = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * a.prp_stride);
+		hlist = calloc(nbuf, a.prp_stride);
+		if (!a.prp || !hlist) {
+			fprintf(stderr, "bench: cannot allocate PRP lists\n");
+			free(hlist);
+			bam_ctx_close(ctx);
+			return 1;
+		}
+		for (uint64_t i = 0; i < nbuf; i++) {
+			uint64_t *l = hlist + i * (a.prp_stride / 8);
+			bam_prp_list_fill(l, (uint64_t)(uintptr_t)(a.prp + i * (a.prp_stride / 8)),
+					  (uint64_t)(uintptr_t)(a.buf + i * o.bs), o.bs);
+		}
+		bam_mem_copy(ctx, a.prp, hlist, nbuf * a.prp_stride);
+		free(hlist);
+	}
+
+	struct progress pr = {.ctx = ctx, .dev_out = dout, .total_ios = a.ios_per_thread * o.threads,
+			      .runtime = o.runtime, .quiet = o.quiet || o.json};
+	pthread_t pth;
+	pthread_create(&pth, NULL, progress_main, &pr);
+	double t0 = now_s(), elapsed = 0;
+	if (bam_ctx_target(ctx) == BAM_TARGET_GPU) {
+#ifdef BAM_HAVE_CUDA
+		void *h = NULL;
+		double ms = 0;
+		rc = bench_gpu_start(&a, &h);
+		if (!rc)
+			rc = bench_gpu_finish(h, &ms);
+		elapsed = ms / 1e3;
+#endif
+	} else {
+		struct bench_args *ap = &a;
+		rc = bam_cpu_launch(o.threads, (uint32_t)(o.threads > 1024 ? 1024 : o.threads), cpu_bench_thread, ap);
+		elapsed = now_s() - t0;
+	}
+	pr.done = 1;
+	pthread_join(pth, NULL);
+
+	struct bench_out res;
+	memset(&res, 0, sizeof(res));
+	if (rc || bam_mem_copy(ctx, &res, dout, sizeof(res))) {
+		fprintf(stderr, "bench: run failed: %s\n", bam_strerror(rc ? rc : -EIO));
+		bam_ctx_close(ctx);
+		return 1;
+	}
+	struct bam_ctrl_stats tot;
+	memset(&tot, 0, sizeof(tot));
+	for (uint32_t c = 0; c < n_ctrl; c++) {
+		struct bam_ctrl_stats s;
+		if (bam_ctx_ctrl_stats(ctx, c, &s) == 0) {
+			tot.cmds += s.cmds;
+			tot.errors += s.errors;
+			tot.injected += s.injected;
+			tot.qp.submitted += s.qp.submitted;
+			tot.qp.doorbells += s.qp.doorbells;
+			tot.qp.timeouts += s.qp.timeouts;
+			tot.qp.late += s.qp.late;
+		}
+	}
+	double iops = elapsed > 0 ? (double)res.ios / elapsed : 0;
+	double mbps = elapsed > 0 ? (double)res.bytes / elapsed / 1e6 : 0;
+	uint64_t p50 = percentile(&res, 0.50), p99 = percentile(&res, 0.99), p999 = percentile(&res, 0.999);
+	const char *tname = bam_ctx_target(ctx) == BAM_TARGET_GPU ? "gpu" : "cpu";
+	if (o.json) {
+		cJSON *j = cJSON_CreateObject(), *cfg = cJSON_AddObjectToObject(j, "config");
+		cJSON_AddStringToObject(cfg, "backend", bam_ctx_backend_desc(ctx));
+		cJSON_AddStringToObject(cfg, "target", tname);
+		cJSON_AddStringToObject(cfg, "rw", o.rw_name);
+		cJSON_AddNumberToObject(cfg, "bs", (double)o.bs);
+		cJSON_AddNumberToObject(cfg, "size", (double)o.size);
+		cJSON_AddNumberToObject(cfg, "threads", (double)o.threads);
+		cJSON_AddNumberToObject(cfg, "iodepth", o.iodepth);
+		cJSON_AddNumberToObject(cfg, "controllers", n_ctrl);
+		cJSON_AddNumberToObject(cfg, "qpairs", bam_ctx_qpairs(ctx));
+		cJSON_AddNumberToObject(cfg, "queue_depth", bam_ctx_queue_depth(ctx));
+		cJSON_AddNumberToObject(cfg, "verify", o.verify);
+		cJSON *r = cJSON_AddObjectToObject(j, "result");
+		cJSON_AddNumberToObject(r, "ios", (double)res.ios);
+		cJSON_AddNumberToObject(r, "seconds", elapsed);
+		cJSON_AddNumberToObject(r, "iops", iops);
+		cJSON_AddNumberToObject(r, "MBps", mbps);
+		cJSON_AddNumberToObject(r, "lat_p50_us", p50 / 1e3);
+		cJSON_AddNumberToObject(r, "lat_p99_us", p99 / 1e3);
+		cJSON_AddNumberToObject(r, "lat_p999_us", p999 / 1e3);
+		cJSON_AddNumberToObject(r, "errors", (double)res.errors);
+		cJSON_AddNumberToObject(r, "timeouts", (double)res.timeouts);
+		cJSON_AddNumberToObject(r, "verify_failures", (double)res.verify_fail);
+		cJSON_AddNumberToObject(r, "doorbells", (double)tot.qp.doorbells);
+		cJSON_AddNumberToObject(r, "commands", (double)tot.cmds);
+		if (want_base) {
+			cJSON *b = cJSON_AddObjectToObject(j, "baseline");
+			cJSON_AddStringToObject(b, "what", bam_ctx_target(ctx) == BAM_TARGET_GPU
+				? "plain kernel reading random bs chunks of pinned host memory" : "host threads copying random bs chunks of host memory");
+			cJSON_AddNumberToObject(b, "chunks_per_s", base_cps);
+			cJSON_AddNumberToObject(b, "MBps", base_bps / 1e6);
+			cJSON_AddNumberToObject(b, "ratio_bw", base_bps > 0 ? mbps * 1e6 / base_bps : 0);
+			if (hbm_bps > 0)
+				cJSON_AddNumberToObject(b, "hbm_MBps", hbm_bps / 1e6);
+		}
+		char *s = cJSON_Print(j);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(j);
+	} else {
+		printf("bam bench: rw=%s bs=%llu size=%llu threads=%llu iodepth=%u target=%s\n", o.rw_name,
+		       (unsigned long long)o.bs, (unsigned long long)o.size, (unsigned long long)o.threads, o.iodepth, tname);
+		printf("  backend: %s\n", bam_ctx_backend_desc(ctx));
+		printf("  controllers=%u qpairs=%u queue_depth=%u timeout=%llums verify=%u\n", n_ctrl, bam_ctx_qpairs(ctx),
+		       bam_ctx_queue_depth(ctx), (unsigned long long)o.timeout_ms, o.verify);
+		printf("  ios=%llu (read %llu, write %llu) in %.3f s\n", (unsigned long long)res.ios,
+		       (unsigned long long)res.reads, (unsigned long long)res.writes, elapsed);
+		printf("  IOPS=%.0f BW=%.1f MB/s\n", iops, mbps);
+		printf("  lat (us): p50=%.2f p99=%.2f p99.9=%.2f\n", p50 / 1e3, p99 / 1e3, p999 / 1e3);
+		printf("  errors=%llu timeouts=%llu verify_failures=%llu", (unsigned long long)res.errors,
+		       (unsigned long long)res.timeouts, (unsigned long long)res.verify_fail);
+		if (res.first_status)
+			printf(" first_status=\"%s\"", nvme_status_name((uint16_t)res.first_status));
+		printf("\n  commands=%llu doorbells=%llu (%.1f commands per doorbell) injected=%llu late=%llu\n",
+		       (unsigned long long)tot.cmds, (unsigned long long)tot.qp.doorbells,
+		       tot.qp.doorbells ? (double)tot.qp.submitted / tot.qp.doorbells : 0.0,
+		       (unsigned long long)tot.injected, (unsigned long long)tot.qp.late);
+		if (want_base) {
+			printf("  baseline (%s): %.0f chunks/s, %.1f MB/s -> bam/baseline = %.3f (bandwidth)\n",
+			       bam_ctx_target(ctx) == BAM_TARGET_GPU ? "GPU kernel, random chunks of pinned host memory"
+								     : "host threads copying random chunks",
+			       base_cps, base_bps / 1e6, base_bps > 0 ? mbps * 1e6 / base_bps : 0);
+			if (hbm_bps > 0)
+				printf("  HBM read: %.1f GB/s\n", hbm_bps / 1e9);
+		}
+	}
+	if (res.errors || res.timeouts || res.verify_fail)
+		exit_code = 1;
+	bam_ctx_close(ctx);
+	return exit_code;
+}
