@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_graph_cli - `bam graph import|generate|info` in-process (cmd_graph.c is linked
+ * into this test): exit status 0 / 1 / 2, --help for each command, no output left
+ * behind on error, --json and --verify of info.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "bam/graph.h"
+
+int bam_cmd_graph(int argc, char **argv);
+
+static char tmpdir[256];
+
+static const char *tmp(const char *name)
+{
+	static char p[4][512];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", tmpdir, name);
+	return p[k];
+}
+
+static int setup(void **state)
+{
+	const char *t = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/bam-graph-cli.XXXXXX", t && *t ? t : "/tmp");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	char p[1024];
+
+	(void)state;
+	if (d) {
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(tmpdir);
+	return 0;
+}
+
+/* Run `bam graph ARGS...` (NULL-terminated) with stdout captured into out[outlen]. */
+static int run(char *out, size_t outlen, ...)
+{
+	char *argv[32];
+	int argc = 0, rc, saved, fd;
+	const char *cap = tmp("stdout.txt");
+	va_list ap;
+	ssize_t n;
+
+	argv[argc++] = "graph";
+	va_start(ap, outlen);
+	while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(cap, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	rc = bam_cmd_graph(argc, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	if (out && outlen) {
+		fd = open(cap, O_RDONLY);
+		n = read(fd, out, outlen - 1);
+		out[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	unlink(cap);
+	return rc;
+}
+
+static char *dup_str(const char *s)
+{
+	static char buf[8][512];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s", s);
+	return buf[k];
+}
+
+static void test_help_and_usage(void **state)
+{
+	char out[8192];
+
+	(void)state;
+	assert_int_equal(run(out, sizeof(out), "--help", NULL), 0);
+	assert_non_null(strstr(out, "import"));
+	assert_int_equal(run(out, sizeof(out), "import", "--help", NULL), 0);
+	assert_non_null(strstr(out, "--symmetrize"));
+	assert_int_equal(run(out, sizeof(out), "generate", "--help", NULL), 0);
+	assert_non_null(strstr(out, "--edge-factor"));
+	assert_int_equal(run(out, sizeof(out), "info", "--help", NULL), 0);
+	assert_non_null(strstr(out, "--verify"));
+
+	assert_int_equal(run(NULL, 0, NULL), 2);
+	assert_int_equal(run(NULL, 0, "frobnicate", NULL), 2);
+	assert_int_equal(run(NULL, 0, "import", dup_str(tmp("x")), NULL), 2);   /* no -o */
+	assert_int_equal(run(NULL, 0, "import", "--bogus", "a", "-o", "b", NULL), 2);
+	assert_int_equal(run(NULL, 0, "import", "a", "-o", "b", "--format", "csv", NULL), 2);
+	assert_int_equal(run(NULL, 0, "import", "a", "-o", "b", "--id-bytes", "3", NULL), 2);
+	assert_int_equal(run(NULL, 0, "import", "a", "-o", NULL), 2);
+	assert_int_equal(run(NULL, 0, "generate", "-o", "b", NULL), 2);           /* no --scale */
+	assert_int_equal(run(NULL, 0, "generate", "--scale", "0", "-o", "b", NULL), 2);
+	assert_int_equal(run(NULL, 0, "info", NULL), 2);
+}
+
+static void test_import_info(void **state)
+{
+	char out[8192], in[1024];
+	char *o = dup_str(tmp("g.bamcsr"));
+
+	(void)state;
+	snprintf(in, sizeof(in), "%s/tiny.graph-txt.gz", BAM_GRAPH_TEST_DATA);
+	assert_int_equal(run(NULL, 0, "import", in, "-o", o, "--dedup", "--quiet", NULL), 0);
+	assert_int_equal(run(out, sizeof(out), "info", o, "--verify", NULL), 0);
+	assert_non_null(strstr(out, "vertices:      6"));
+	assert_non_null(strstr(out, "edges:         8 directed arcs"));
+	assert_non_null(strstr(out, "verify:        ok"));
+	assert_int_equal(run(out, sizeof(out), "info", "--json", o, NULL), 0);
+	assert_non_null(strstr(out, "\"n_vertices\": 6"));
+	assert_non_null(strstr(out, "\"duplicates_removed\": true"));
+	assert_non_null(strstr(out, "\"degree\": {\"min\": 1, \"max\": 2"));
+
+	/* corrupt one edge id: info alone still works, --verify fails with status 1 */
+	{
+		struct bam_graph_header h;
+		char err[256];
+		int fd;
+		uint32_t id = 5;
+
+		assert_int_equal(bam_graph_header_read(o, &h, err, sizeof(err)), 0);
+		fd = open(o, O_WRONLY);
+		assert_int_equal(pwrite(fd, &id, 4, (off_t)h.edges_offset), 4);
+		close(fd);
+	}
+	assert_int_equal(run(NULL, 0, "info", o, NULL), 0);
+	assert_int_equal(run(out, sizeof(out), "info", o, "--verify", "--json", NULL), 1);
+	assert_non_null(strstr(out, "\"ok\": false"));
+	assert_int_equal(run(NULL, 0, "info", dup_str(tmp("none")), NULL), 1);
+}
+
+static void test_import_error_leaves_nothing(void **state)
+{
+	char *in = dup_str(tmp("bad.graph-txt")), *o = dup_str(tmp("bad.bamcsr"));
+	FILE *f = fopen(in, "w");
+	DIR *d;
+	struct dirent *e;
+
+	(void)state;
+	assert_non_null(f);
+	fputs("3\n1 2\n0 7\n\n", f);
+	fclose(f);
+	assert_int_equal(run(NULL, 0, "import", in, "-o", o, "-q", NULL), 1);
+	assert_int_not_equal(access(o, F_OK), 0);
+	d = opendir(tmpdir);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		assert_null(strstr(e->d_name, ".tmp."));
+	closedir(d);
+	assert_int_equal(run(NULL, 0, "import", dup_str(tmp("nope.txt")), "-o", o, NULL), 1);
+}
+
+static void test_generate(void **state)
+{
+	char out[8192];
+	char *o = dup_str(tmp("k.bamcsr"));
+
+	(void)state;
+	assert_int_equal(run(NULL, 0, "generate", "--scale", "9", "--edge-factor", "8", "--seed", "3",
+			     "--symmetrize", "--dedup", "--drop-self-loops", "-j", "2", "-q", "-o", o,
+			     NULL), 0);
+	assert_int_equal(run(out, sizeof(out), "info", o, "--verify", NULL), 0);
+	assert_non_null(strstr(out, "vertices:      512"));
+	assert_non_null(strstr(out, "symmetric, no self-loops, no duplicates"));
+	assert_non_null(strstr(out, "scale=9 edge-factor=8 seed=3"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_help_and_usage),
+		cmocka_unit_test(test_import_info),
+		cmocka_unit_test(test_import_error_leaves_nothing),
+		cmocka_unit_test(test_generate),
+	};
+
+	return cmocka_run_group_tests_name("graph_cli", tests, setup, teardown) ? 1 : 0;
+}
