@@ -13,8 +13,7 @@
 #include <strings.h>
 
 #include "bam/graph.h"
-
-int bam_cmd_graph(int argc, char **argv);
+#include "cmds.h"
 
 #define EXIT_USAGE 2
 
@@ -70,10 +69,11 @@ static void generate_usage(FILE *f)
 		"\n"
 		"Write a Graph500 Kronecker graph: n = 2^S vertices, m = E * n arcs drawn with the\n"
 		"initiator A=0.57 B=0.19 C=0.19 D=0.05 (no noise), vertex ids relabelled by a seeded\n"
-		"random permutation. Arcs are stored as generated (u -> v); Graph500 and the BaM\n"
-		"paper's kron_g500 graphs are undirected: use --symmetrize --dedup --drop-self-loops.\n"
-		"Arcs are regenerated on each pass instead of stored, so memory is ~12 bytes per\n"
-		"vertex plus the edge buffer (--mem); the output is identical for any --threads/--mem.\n"
+		"permutation (Graph500's scramble). Arcs are stored as generated (u -> v); Graph500\n"
+		"and the BaM paper's kron_g500 graphs are undirected: use --symmetrize --dedup\n"
+		"--drop-self-loops. Arcs are regenerated on each pass instead of stored, so memory is\n"
+		"8 bytes per vertex plus the edge buffer (--mem); the output is identical for any\n"
+		"--threads and --mem.\n"
 		"\n"
 		"options:\n"
 		"  -o, --output PATH      output graph file\n"

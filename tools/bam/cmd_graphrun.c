@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam bfs / bam cc / bam demo: the main job. Graph analytics on a CSR file with the
+ * edge and offset arrays read on demand through bam (--mode bam), or from memory for
+ * the baselines in the same binary: gpu (whole graph in GPU memory), host (pinned
+ * host memory read zero-copy: the paper's DRAM-only "target"), uvm (managed memory).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "bam/bam.h"
+#include "bam/backend.h"
+#include "bam/cache.h"
+#include "bam/graph.h"
+#include "cli_util.h"
+#include "cmds.h"
+#include "graph_kern.h"
+#ifdef BAM_HAVE_CUDA
+#include "graph_gpu.h"
+extern int bam_gpu_available(void);
+#endif
+
+enum gmode { MODE_BAM, MODE_HOST, MODE_GPU, MODE_UVM };
+static const char *mode_names[] = {"bam", "host", "gpu", "uvm"};
+
+struct gopts {
+	const char *graph;
+	const char *backend;
+	enum gmode mode;
+	enum bam_target target;
+	uint64_t cache_bytes;
+	uint32_t line;
+	uint32_t nsources;
+	uint64_t seed;
+	int64_t source;       /* --source V, or -1 */
+	int verify, json, quiet;
+	uint32_t qpairs, workers;
+	uint64_t timeout_ms;
+};
+
+struct gres {
+	double load_s;        /* reading the graph into memory (baselines) or provisioning (bam) */
+	double setup_s;       /* cache/array creation or device upload */
+	double compute_s;     /* kernels only */
+	double e2e_s;
+	uint64_t edges_traversed;
+	uint32_t levels_max;
+	uint32_t iterations;
+	uint64_t components;
+	uint32_t runs;
+	int verified;         /* 1 ok, 0 not checked, -1 mismatch */
+	struct bam_array_stats st_off, st_edge;
+	char backend_desc[512];
+};
+
+static void usage(FILE *f, const char *cmd)
+{
+	fprintf(f,
+		"usage: bam %s GRAPH [options]     (GRAPH: a bam CSR file from 'bam graph import')\n"
+		"  --mode=M           bam (default), host, gpu, uvm (baselines; gpu/uvm need a GPU)\n"
+		"  --backend=STR      storage for --mode=bam (default emu: the emulated NVMe SSD)\n"
+		"  --cache-size=SIZE  cache bytes (default: 1/8 of the edge array, at least 1 MiB)\n"
+		"  --line-size=SIZE   cache line bytes, 512 to 64K (default 4096)\n"
+		"%s"
+		"  --target=T         gpu, cpu or auto (default)\n"
+		"  --verify           check the result against the CPU reference\n"
+		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   I/O engine settings\n"
+		"  --json             JSON on stdout\n"
+		"  --quiet            no progress on stderr\n",
+		cmd,
+		strcmp(cmd, "bfs") ? "" : "  --sources=N        BFS sources: N random vertices with >= 2 neighbours (default 32)\n"
+					  "  --source=V         one given source vertex\n"
+					  "  --seed=N           seed of the source choice (default 1)\n");
+}
+
+/* read a byte range of the graph file */
+static int pread_all(int fd, void *buf, uint64_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t r = pread(fd, p, len > (1u << 30) ? (1u << 30) : len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		p += r;
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+	}
+	return 0;
+}
+
+/* ---- CPU-target launches ---------------------------------------------------------- */
+
+struct cpu_bfs {
+	const struct graph_view *g;
+	struct bfs_state *b;
+};
+static void cpu_bfs_fn(void *arg, uint64_t w)
+{
+	struct cpu_bfs *c = arg;
+	bfs_warp(c->g, c->b, w, 0, 1);
+}
+struct cpu_cc {
+	const struct graph_view *g;
+	struct cc_state *c;
+	uint64_t per;
+};
+static void cpu_cc_fn(void *arg, uint64_t t)
+{
+	struct cpu_cc *c = arg;
+	for (uint64_t v = t * c->per; v < (t + 1) * c->per && v < c->g->n; v++)
+		cc_warp(c->g, c->c, v, 0, 1);
+}
+static void cpu_jump_fn(void *arg, uint64_t t)
+{
+	struct cpu_cc *c = arg;
+	for (uint64_t v = t * c->per; v < (t + 1) * c->per && v < c->g->n; v++)
+		cc_jump(c->c, v);
+}
+
+static uint32_t cpu_workers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	/* threads block on I/O: more of them than cores keeps the queues busy */
+	return (uint32_t)(n > 0 ? n * 4 : 8);
+}
+
+/* ---- memory of the run (target memory for state) --------------------------------- */
+
+struct gmem {
+	int gpu;
+	struct bam_ctx *ctx; /* bam mode */
+};
+
+static void *state_alloc(struct gmem *m, uint64_t bytes)
+{
+#ifdef BAM_HAVE_CUDA
+	if (m->gpu)
+		return graph_gpu_alloc(0, bytes);
+#endif
+	(void)m;
+	return calloc(1, bytes ? bytes : 1);
+}
+static void state_free(struct gmem *m, void *p)
+{
+#ifdef BAM_HAVE_CUDA
+	if (m->gpu) {
+		graph_gpu_free(0, p);
+		return;
+	}
+#endif
+	(void)m;
+	free(p);
+}
+static int state_put(struct gmem *m, void *dst, const void *src, uint64_t n)
+{
+#ifdef BAM_HAVE_CUDA
+	if (m->gpu)
+		return graph_gpu_upload(dst, src, n);
+#endif
+	(void)m;
+	memcpy(dst, src, n);
+	return 0;
+}
+static int state_get(struct gmem *m, void *dst, const void *src, uint64_t n)
+{
+	return state_put(m, dst, src, n);
+}
+
+/* ---- the run ------------------------------------------------------------------------- */
+
+static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
+{
+	char err[512];
+	struct bam_graph_header hdr;
+	int rc = bam_graph_header_read(o->graph, &hdr, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", do_cc ? "cc" : "bfs", err);
+		return 1;
+	}
+	memset(r, 0, sizeof(*r));
+	const uint64_t n = hdr.n_vertices, m = hdr.n_edges;
+	enum bam_target tgt = o->target;
+	if (tgt == BAM_TARGET_AUTO) {
+#ifdef BAM_HAVE_CUDA
+		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
+#else
+		tgt = BAM_TARGET_CPU;
+#endif
+	}
+	if (tgt == BAM_TARGET_CPU && (o->mode == MODE_GPU || o->mode == MODE_UVM)) {
+		fprintf(stderr, "%s: --mode=%s needs a GPU (this run is on the CPU target); use --mode=bam or host\n",
+			do_cc ? "cc" : "bfs", mode_names[o->mode]);
+		return 2;
+	}
+#ifndef BAM_HAVE_CUDA
+	if (tgt == BAM_TARGET_GPU) {
+		fprintf(stderr, "%s: --target=gpu: this build has no CUDA\n", do_cc ? "cc" : "bfs");
+		return 2;
+	}
+#endif
+	struct gmem gm = {.gpu = tgt == BAM_TARGET_GPU};
+	int fd = open(o->graph, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s: %s\n", do_cc ? "cc" : "bfs", o->graph, strerror(errno));
+		return 1;
+	}
+	int exit_code = 1;
+	struct bam_csr ref = {0};
+	uint64_t *sources = NULL;
+	uint32_t nsrc = 0;
+	void *off_mem = NULL, *edge_mem = NULL;
+	int mem_kind = -1;
+	struct bam_cache *cache = NULL;
+	struct bam_array *aoff = NULL, *aedge = NULL;
+	uint32_t *err_word = NULL;
+	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL;
+	double t_start = cli_now();
+
+	/* host CSR for the reference, the source choice and degrees (not timed) */
+	if ((rc = bam_graph_load(o->graph, &ref, err, sizeof(err)))) {
+		fprintf(stderr, "%s: %s\n", do_cc ? "cc" : "bfs", err);
+		goto out;
+	}
+	if (!do_cc) {
+		uint32_t want = o->source >= 0 ? 1 : o->nsources;
+		sources = calloc(want, 8);
+		if (o->source >= 0) {
+			if ((uint64_t)o->source >= n) {
+				fprintf(stderr, "bfs: --source=%lld: the graph has %llu vertices\n", (long long)o->source,
+					(unsigned long long)n);
+				exit_code = 2;
+				goto out;
+			}
+			sources[0] = (uint64_t)o->source;
+			nsrc = 1;
+		} else if ((rc = bam_graph_pick_sources(&ref, want, o->seed, sources, &nsrc)) || nsrc == 0) {
+			fprintf(stderr, "bfs: no vertex with at least two neighbours to start from\n");
+			goto out;
+		}
+	}
+
+	struct graph_view gv;
+	memset(&gv, 0, sizeof(gv));
+	gv.n = n;
+	gv.m = m;
+	gv.id_bytes = hdr.id_bytes;
+	t_start = cli_now();
+	if (o->mode == MODE_BAM) {
+		uint32_t k = cli_backend_count(o->backend);
+		uint64_t lines = (hdr.offsets_bytes + o->line - 1) / o->line / k + 1 + (hdr.edges_bytes + o->line - 1) / o->line / k + 1;
+		char backend[1024];
+		cli_backend_sized(o->backend, lines * o->line * k, o->line, backend, sizeof(backend));
+		struct bam_ctx_opts co = {.target = tgt, .qpairs = o->qpairs, .timeout_ns = o->timeout_ms * 1000000ull,
+					  .ctrl_workers = o->workers};
+		if ((rc = bam_ctx_open(backend, &co, &gm.ctx, err, sizeof(err)))) {
+			fprintf(stderr, "%s: cannot open back end '%s': %s\n", do_cc ? "cc" : "bfs", backend, err);
+			goto out;
+		}
+		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
+		uint64_t cb = o->cache_bytes ? o->cache_bytes : hdr.edges_bytes / 8;
+		if (cb < (1u << 20))
+			cb = 1u << 20;
+		struct bam_cache_opts cop = {.capacity = cb, .line_size = o->line};
+		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = 8};
+		if ((rc = bam_cache_create(gm.ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &aoff)))
+			goto out;
+		struct bam_array_opts ae = {.n_elems = m ? m : 1, .elem_size = hdr.id_bytes, .base_lba = bam_array_end_lba(aoff)};
+		if ((rc = bam_array_create(cache, &ae, &aedge)))
+			goto out;
+		/* provisioning: put the arrays on the (emulated) SSDs, as dd would before a
+		 * run; not part of the end-to-end time: the data lives on storage */
+		double tp = cli_now();
+		if ((rc = bam_array_media_write(aoff, 0, ref.offsets, n + 1)) ||
+		    (m && (rc = bam_array_media_write(aedge, 0, ref.edges, m)))) {
+			fprintf(stderr, "%s: writing the graph onto the back end failed: %s\n", do_cc ? "cc" : "bfs", bam_strerror(rc));
+			goto out;
+		}
+		r->load_s = cli_now() - tp;
+		gv.bam = 1;
+		gv.off_a = bam_array_dev(aoff);
+		gv.edge_a = bam_array_dev(aedge);
+		t_start = cli_now(); /* end-to-end starts with the data on storage */
+	} else {
+		/* baselines: the graph file is read into memory first (end-to-end includes it) */
+		double tl = cli_now();
+		void *hoff = malloc(hdr.offsets_bytes), *hedge = malloc(hdr.edges_bytes ? hdr.edges_bytes : 1);
+		if (!hoff || !hedge || pread_all(fd, hoff, hdr.offsets_bytes, hdr.offsets_offset) ||
+		    pread_all(fd, hedge, hdr.edges_bytes, hdr.edges_offset)) {
+			fprintf(stderr, "%s: reading %s failed\n", do_cc ? "cc" : "bfs", o->graph);
+			free(hoff);
+			free(hedge);
+			goto out;
+		}
+		r->load_s = cli_now() - tl;
+		double ts = cli_now();
+		if (gm.gpu) {
+#ifdef BAM_HAVE_CUDA
+			mem_kind = o->mode == MODE_GPU ? 0 : o->mode == MODE_HOST ? 1 : 2;
+			off_mem = graph_gpu_alloc(mem_kind, hdr.offsets_bytes);
+			edge_mem = graph_gpu_alloc(mem_kind, hdr.edges_bytes ? hdr.edges_bytes : 1);
+			if (!off_mem || !edge_mem || graph_gpu_upload(off_mem, hoff, hdr.offsets_bytes) ||
+			    graph_gpu_upload(edge_mem, hedge, hdr.edges_bytes)) {
+				fprintf(stderr, "%s: --mode=%s: cannot place the graph (%llu bytes)\n", do_cc ? "cc" : "bfs",
+					mode_names[o->mode], (unsigned long long)(hdr.offsets_bytes + hdr.edges_bytes));
+				free(hoff);
+				free(hedge);
+				goto out;
+			}
+			free(hoff);
+			free(hedge);
+#endif
+		} else {
+			off_mem = hoff;
+			edge_mem = hedge;
+			mem_kind = -2; /* malloc */
+		}
+		r->setup_s = cli_now() - ts;
+		gv.off_p = off_mem;
+		gv.edge_p = edge_mem;
+		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s memory", mode_names[o->mode]);
+	}
+	err_word = state_alloc(&gm, 4);
+	gv.error = err_word;
+
+	double compute = 0;
+	if (!do_cc) {
+		struct bfs_state b = {0};
+		b.level = s1 = state_alloc(&gm, n * 4);
+		b.cur = s2 = state_alloc(&gm, n * 8);
+		b.next = s3 = state_alloc(&gm, n * 8);
+		b.next_n = s4 = state_alloc(&gm, 8);
+		uint32_t *lv = malloc(n * 4), *rl = malloc(n * 4);
+		if (!b.level || !b.cur || !b.next || !b.next_n || !lv || !rl) {
+			fprintf(stderr, "bfs: out of memory for per-vertex state\n");
+			free(lv);
+			free(rl);
+			goto out;
+		}
+		r->verified = o->verify ? 1 : 0;
+		for (uint32_t si = 0; si < nsrc; si++) {
+			uint64_t src = sources[si];
+			memset(lv, 0xff, n * 4);
+			lv[src] = 0;
+			state_put(&gm, b.level, lv, n * 4);
+			state_put(&gm, b.cur, &src, 8);
+			b.cur_n = 1;
+			b.depth = 0;
+			double t0 = cli_now();
+			while (b.cur_n) {
+				uint64_t nn = 0;
+				if (gm.gpu) {
+#ifdef BAM_HAVE_CUDA
+					if ((rc = graph_gpu_bfs_level(&gv, &b, &nn)))
+						goto out_bfs;
+#endif
+				} else {
+					*b.next_n = 0;
+					struct cpu_bfs c = {&gv, &b};
+					bam_cpu_launch(b.cur_n, cpu_workers(), cpu_bfs_fn, &c);
+					nn = *b.next_n;
+				}
+				uint32_t e = 0;
+				state_get(&gm, &e, err_word, 4);
+				if (e) {
+					fprintf(stderr, "bfs: source %llu, level %u: %s\n", (unsigned long long)src, b.depth,
+						bam_strerror(-(int)e));
+					rc = -(int)e;
+					goto out_bfs;
+				}
+				uint64_t *t = b.cur;
+				b.cur = b.next;
+				b.next = t;
+				b.cur_n = nn;
+				b.depth++;
+			}
+			double dt = cli_now() - t0;
+			compute += dt;
+			state_get(&gm, lv, b.level, n * 4);
+			uint64_t reached_edges = 0;
+			for (uint64_t v = 0; v < n; v++)
+				if (lv[v] != 0xffffffffu)
+					reached_edges += ref.offsets[v + 1] - ref.offsets[v];
+			r->edges_traversed += reached_edges;
+			if (b.depth > r->levels_max)
+				r->levels_max = b.depth;
+			if (o->verify) {
+				uint32_t nl;
+				if ((rc = bam_ref_bfs(&ref, src, rl, &nl)))
+					goto out_bfs;
+				if (memcmp(lv, rl, n * 4)) {
+					uint64_t bad = 0;
+					while (bad < n && lv[bad] == rl[bad])
+						bad++;
+					fprintf(stderr, "bfs: source %llu: level of vertex %llu is %u, reference says %u\n",
+						(unsigned long long)src, (unsigned long long)bad, lv[bad], rl[bad]);
+					r->verified = -1;
+				}
+			}
+			if (!o->quiet && !o->json && (nsrc > 1 && (compute > 2.0 || si + 1 == nsrc)))
+				fprintf(stderr, "bfs: %u/%u sources, %.3f s for source %llu (%u levels)\n", si + 1, nsrc, dt,
+					(unsigned long long)src, b.depth);
+			r->runs++;
+		}
+		rc = 0;
+	out_bfs:
+		free(lv);
+		free(rl);
+		if (rc)
+			goto out;
+	} else {
+		struct cc_state c = {0};
+		c.label = s1 = state_alloc(&gm, n * 8);
+		c.changed = s4 = state_alloc(&gm, 4);
+		uint64_t *lab = malloc(n * 8), *rlab = NULL;
+		if (!c.label || !c.changed || !lab) {
+			fprintf(stderr, "cc: out of memory for per-vertex state\n");
+			free(lab);
+			goto out;
+		}
+		for (uint64_t v = 0; v < n; v++)
+			lab[v] = v;
+		state_put(&gm, c.label, lab, n * 8);
+		double t0 = cli_now();
+		uint32_t changed = 1;
+		while (changed) {
+			changed = 0;
+			if (gm.gpu) {
+#ifdef BAM_HAVE_CUDA
+				if ((rc = graph_gpu_cc_iter(&gv, &c, &changed)))
+					break;
+#endif
+			} else {
+				*c.changed = 0;
+				uint32_t w = cpu_workers();
+				struct cpu_cc cc = {&gv, &c, (n + w * 16 - 1) / (w * 16)};
+				bam_cpu_launch(w * 16, w, cpu_cc_fn, &cc);
+				bam_cpu_launch(w * 16, w, cpu_jump_fn, &cc);
+				changed = *c.changed;
+			}
+			uint32_t e = 0;
+			state_get(&gm, &e, err_word, 4);
+			if (e) {
+				fprintf(stderr, "cc: iteration %u: %s\n", r->iterations, bam_strerror(-(int)e));
+				rc = -(int)e;
+				break;
+			}
+			r->iterations++;
+			if (!o->quiet && !o->json && cli_now() - t0 > 2.0)
+				fprintf(stderr, "cc: iteration %u, %.1f s\n", r->iterations, cli_now() - t0);
+		}
+		compute = cli_now() - t0;
+		if (!rc) {
+			state_get(&gm, lab, c.label, n * 8);
+			for (uint64_t v = 0; v < n; v++)
+				r->components += lab[v] == v;
+			r->edges_traversed = m * r->iterations;
+			r->runs = 1;
+			r->verified = o->verify ? 1 : 0;
+			if (o->verify) {
+				rlab = malloc(n * 8);
+				uint64_t nc = 0;
+				if (!rlab || bam_ref_cc(&ref, rlab, &nc)) {
+					fprintf(stderr, "cc: reference failed\n");
+					r->verified = -1;
+				} else if (memcmp(lab, rlab, n * 8) || nc != r->components) {
+					uint64_t bad = 0;
+					while (bad < n && lab[bad] == rlab[bad])
+						bad++;
+					fprintf(stderr, "cc: label of vertex %llu is %llu, reference says %llu\n", (unsigned long long)bad,
+						(unsigned long long)(bad < n ? lab[bad] : 0), (unsigned long long)(bad < n ? rlab[bad] : 0));
+					r->verified = -1;
+				}
+			}
+		}
+		free(lab);
+		free(rlab);
+		if (rc)
+			goto out;
+	}
+	r->compute_s = compute;
+	r->e2e_s = (o->mode == MODE_BAM ? 0 : r->load_s + r->setup_s) + (cli_now() - t_start) - (o->mode == MODE_BAM ? 0 : r->setup_s);
+	if (o->mode != MODE_BAM)
+		r->e2e_s = r->load_s + r->setup_s + compute;
+	else
+		r->e2e_s = compute; /* data already on storage: nothing to load */
+	if (aoff) {
+		bam_array_stats(aoff, &r->st_off);
+		bam_array_stats(aedge, &r->st_edge);
+	}
+	exit_code = r->verified < 0 ? 1 : 0;
+out:
+	if (rc && exit_code == 1 && !r->verified)
+		fprintf(stderr, "%s: failed: %s\n", do_cc ? "cc" : "bfs", bam_strerror(rc));
+	if (cache)
+		bam_cache_destroy(cache);
+	if (gm.ctx)
+		bam_ctx_close(gm.ctx);
+	state_free(&gm, s1);
+	state_free(&gm, s2);
+	state_free(&gm, s3);
+	state_free(&gm, s4);
+	state_free(&gm, err_word);
+	if (mem_kind == -2) {
+		free(off_mem);
+		free(edge_mem);
+	}
+#ifdef BAM_HAVE_CUDA
+	else if (mem_kind >= 0) {
+		graph_gpu_free(mem_kind, off_mem);
+		graph_gpu_free(mem_kind, edge_mem);
+	}
+#endif
+	free(sources);
+	bam_csr_free(&ref);
+	close(fd);
+	return exit_code;
+}
+
+static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
+{
+	const char *alg = do_cc ? "cc" : "bfs";
+	double teps = r->compute_s > 0 ? (double)r->edges_traversed / r->compute_s : 0;
+	if (o->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "algorithm", alg);
+		cJSON_AddStringToObject(j, "graph", o->graph);
+		cJSON_AddStringToObject(j, "mode", mode_names[o->mode]);
+		cJSON_AddStringToObject(j, "storage", r->backend_desc);
+		cJSON_AddNumberToObject(j, "runs", r->runs);
+		cJSON_AddNumberToObject(j, "compute_s", r->compute_s);
+		cJSON_AddNumberToObject(j, "compute_s_per_run", r->runs ? r->compute_s / r->runs : 0);
+		cJSON_AddNumberToObject(j, "load_s", r->load_s);
+		cJSON_AddNumberToObject(j, "setup_s", r->setup_s);
+		cJSON_AddNumberToObject(j, "end_to_end_s", r->e2e_s);
+		cJSON_AddNumberToObject(j, "edges_per_s", teps);
+		if (do_cc) {
+			cJSON_AddNumberToObject(j, "iterations", r->iterations);
+			cJSON_AddNumberToObject(j, "components", (double)r->components);
+		} else {
+			cJSON_AddNumberToObject(j, "max_levels", r->levels_max);
+		}
+		cJSON_AddStringToObject(j, "verified", r->verified > 0 ? "yes" : r->verified < 0 ? "MISMATCH" : "not checked");
+		if (o->mode == MODE_BAM) {
+			double req = (double)(r->st_off.c.bytes_requested + r->st_edge.c.bytes_requested);
+			double mv = (double)(r->st_off.c.bytes_read + r->st_edge.c.bytes_read);
+			cJSON_AddNumberToObject(j, "io_amplification", req > 0 ? mv / req : 0);
+			cJSON_AddNumberToObject(j, "bytes_read", mv);
+			cJSON_AddNumberToObject(j, "edge_hits", (double)r->st_edge.c.hits);
+			cJSON_AddNumberToObject(j, "edge_misses", (double)r->st_edge.c.misses);
+		}
+		char *s = cJSON_PrintUnformatted(j);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(j);
+		return;
+	}
+	printf("%s %s: mode=%s storage=%s\n", alg, o->graph, mode_names[o->mode], r->backend_desc);
+	if (do_cc)
+		printf("  components=%llu iterations=%u compute=%.3f s (%.3g edges/s)\n", (unsigned long long)r->components,
+		       r->iterations, r->compute_s, teps);
+	else
+		printf("  sources=%u compute=%.3f s (%.4f s per source) max levels=%u traversed edges/s=%.3g\n", r->runs,
+		       r->compute_s, r->runs ? r->compute_s / r->runs : 0, r->levels_max, teps);
+	if (o->mode == MODE_BAM)
+		printf("  end-to-end=%.3f s (the graph lives on storage; writing it there took %.3f s, not counted)\n",
+		       r->e2e_s, r->load_s);
+	else
+		printf("  end-to-end=%.3f s (read file %.3f s + place %.3f s + compute; page cache warm if recently read)\n",
+		       r->e2e_s, r->load_s, r->setup_s);
+	if (o->mode == MODE_BAM) {
+		bam_array_stats_print(stdout, "offsets", &r->st_off);
+		bam_array_stats_print(stdout, "edges", &r->st_edge);
+	}
+	printf("  verified: %s\n", r->verified > 0 ? "yes, equal to the CPU reference" : r->verified < 0 ? "NO: MISMATCH" : "not checked (--verify)");
+}
+
+static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
+{
+	static const struct option lo[] = {
+		{"mode", 1, 0, 'M'}, {"backend", 1, 0, 'B'}, {"cache-size", 1, 0, 'C'}, {"line-size", 1, 0, 'L'},
+		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
+		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
+		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		char *end = NULL;
+		uint64_t v;
+		switch (ch) {
+		case 'M': {
+			int k = -1;
+			for (int i = 0; i < 4; i++)
+				if (!strcmp(optarg, mode_names[i]))
+					k = i;
+			if (k < 0) {
+				fprintf(stderr, "%s: --mode=%s: expected bam, host, gpu or uvm\n", cmd, optarg);
+				return 2;
+			}
+			o->mode = (enum gmode)k;
+			break;
+		}
+		case 'B': o->backend = optarg; break;
+		case 'C': if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) goto bad; break;
+		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; o->line = (uint32_t)v; break;
+		case 'n': o->nsources = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o->nsources) goto bad; break;
+		case 's': o->source = strtoll(optarg, &end, 10); if (*end || o->source < 0) goto bad; break;
+		case 'S': o->seed = strtoull(optarg, &end, 0); if (*end) goto bad; break;
+		case 'g':
+			if (!strcmp(optarg, "gpu")) o->target = BAM_TARGET_GPU;
+			else if (!strcmp(optarg, "cpu")) o->target = BAM_TARGET_CPU;
+			else if (!strcmp(optarg, "auto")) o->target = BAM_TARGET_AUTO;
+			else goto bad;
+			break;
+		case 'v': o->verify = 1; break;
+		case 'j': o->json = 1; break;
+		case 'q': o->quiet = 1; break;
+		case 'Q': o->qpairs = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o->qpairs) goto bad; break;
+		case 'w': o->workers = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o->workers) goto bad; break;
+		case 'o': o->timeout_ms = strtoull(optarg, &end, 10); if (*end || !o->timeout_ms) goto bad; break;
+		case 'h': usage(stdout, cmd); return -1;
+		default: usage(stderr, cmd); return 2;
+		bad:
+			fprintf(stderr, "%s: bad value '%s' for %s\n", cmd, optarg, argv[optind - 1]);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static int graph_cmd(int argc, char **argv, int do_cc)
+{
+	const char *cmd = do_cc ? "cc" : "bfs";
+	struct gopts o = {.backend = "emu", .line = 4096, .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
+			  .timeout_ms = 10000};
+	int rc = parse_common(argc, argv, &o, cmd);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (optind != argc - 1) {
+		usage(stderr, cmd);
+		return 2;
+	}
+	o.graph = argv[optind];
+	struct gres r;
+	rc = run_graph(&o, do_cc, &r);
+	if (rc == 0)
+		print_result(&o, do_cc, &r);
+	return rc;
+}
+
+int bam_cmd_bfs(int argc, char **argv) { return graph_cmd(argc, argv, 0); }
+int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
+
+/* ---- demo: the main job on a fresh machine ------------------------------------------ */
+
+int bam_cmd_demo(int argc, char **argv)
+{
+	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
+	int rc = parse_common(argc, argv, &o, "demo");
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *input = optind < argc ? argv[optind] : NULL;
+	char def[1024];
+	if (!input) {
+		const char *sd = getenv("BAM_SHARED_DATA");
+		snprintf(def, sizeof(def), "%s/graphs/cnr-2000.graph-txt.gz", sd ? sd : "../shared/data");
+		input = def;
+	}
+	if (access(input, R_OK)) {
+		fprintf(stderr, "demo: cannot read %s (give the input graph as an argument, or set BAM_SHARED_DATA)\n", input);
+		return 1;
+	}
+	mkdir(".work", 0755);
+	const char *out = ".work/cnr-2000.bcsr";
+	char err[512];
+	struct bam_graph_build_opts bo = {.progress = o.quiet ? NULL : stderr};
+	struct bam_graph_build_stats bs;
+	double t0 = cli_now();
+	fprintf(stderr, "demo: importing %s -> %s\n", input, out);
+	enum bam_graph_format fmt;
+	bam_graph_format_parse("auto", &fmt);
+	if ((rc = bam_graph_import(input, out, fmt, &bo, &bs, err, sizeof(err)))) {
+		fprintf(stderr, "demo: import failed: %s\n", err);
+		return 1;
+	}
+	double t_imp = cli_now() - t0;
+	o.graph = out;
+	struct gres rb, rcc;
+	int target_gpu = 0;
+#ifdef BAM_HAVE_CUDA
+	target_gpu = o.target == BAM_TARGET_GPU || (o.target == BAM_TARGET_AUTO && bam_gpu_available());
+#endif
+	o.nsources = o.nsources ? o.nsources : (target_gpu ? 32 : 4);
+	fprintf(stderr, "demo: BFS from %u sources through bam (%s)\n", o.nsources, o.backend);
+	if ((rc = run_graph(&o, 0, &rb)))
+		return rc;
+	print_result(&o, 0, &rb);
+	fprintf(stderr, "demo: connected components through bam\n");
+	if ((rc = run_graph(&o, 1, &rcc)))
+		return rc;
+	print_result(&o, 1, &rcc);
+	printf("\ndemo summary: cnr-2000 imported in %.2f s; BFS %u sources %.3f s, CC %llu components %.3f s; "
+	       "results %s the CPU reference\n",
+	       t_imp, rb.runs, rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
+	       rb.verified > 0 && rcc.verified > 0 ? "EQUAL to" : "DIFFER from");
+	return rb.verified > 0 && rcc.verified > 0 ? 0 : 1;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU side of bam bfs / bam cc: kernels over graph_kern.h and baseline memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <cuda_runtime.h>
+#include "graph_gpu.h"
+
+static cudaStream_t stream(void)
+{
+	static cudaStream_t s;
+	if (!s)
+		cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+	return s;
+}
+
+static int sm_count(void)
+{
+	static int n;
+	if (!n) {
+		int dev = 0;
+		cudaGetDevice(&dev);
+		cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+	}
+	return n;
+}
+
+__global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
+{
+	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
+	for (uint64_t w = w0; w < b.cur_n; w += stride)
+		bfs_warp(&g, &b, w, threadIdx.x & 31u, 32);
+}
+
+__global__ void cc_kernel(struct graph_view g, struct cc_state c)
+{
+	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
+	for (uint64_t v = w0; v < g.n; v += stride)
+		cc_warp(&g, &c, v, threadIdx.x & 31u, 32);
+}
+
+__global__ void cc_jump_kernel(uint64_t n, struct cc_state c)
+{
+	for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += (uint64_t)gridDim.x * blockDim.x)
+		cc_jump(&c, v);
+}
+
+static unsigned blocks_for(uint64_t warps)
+{
+	/* enough resident warps to keep many I/Os in flight; grid-stride beyond that */
+	uint64_t max = (uint64_t)sm_count() * 16; /* 16 blocks of 8 warps per SM */
+	uint64_t b = (warps + 7) / 8;
+	return (unsigned)(b < 1 ? 1 : (b > max ? max : b));
+}
+
+extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, uint64_t *next_n)
+{
+	cudaStream_t s = stream();
+	cudaMemsetAsync(b->next_n, 0, 8, s);
+	bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
+	cudaMemcpyAsync(next_n, b->next_n, 8, cudaMemcpyDeviceToHost, s);
+	cudaError_t e = cudaStreamSynchronize(s);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: BFS kernel failed: %s\n", cudaGetErrorString(e));
+		return -EIO;
+	}
+	return 0;
+}
+
+extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, uint32_t *changed)
+{
+	cudaStream_t s = stream();
+	cudaMemsetAsync(c->changed, 0, 4, s);
+	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
+	cc_jump_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
+	cudaMemcpyAsync(changed, c->changed, 4, cudaMemcpyDeviceToHost, s);
+	cudaError_t e = cudaStreamSynchronize(s);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: CC kernel failed: %s\n", cudaGetErrorString(e));
+		return -EIO;
+	}
+	return 0;
+}
+
+extern "C" void *graph_gpu_alloc(int kind, uint64_t bytes)
+{
+	void *p = NULL;
+	cudaError_t e;
+	if (kind == 0) {
+		e = cudaMalloc(&p, bytes);
+	} else if (kind == 1) {
+		e = cudaHostAlloc(&p, bytes, cudaHostAllocMapped);
+	} else {
+		size_t fr = 0, tot = 0;
+		cudaMemGetInfo(&fr, &tot);
+		if (bytes > fr) {
+			fprintf(stderr, "bam: UVM: %llu bytes asked, %llu free on the GPU: refused\n",
+				(unsigned long long)bytes, (unsigned long long)fr);
+			return NULL;
+		}
+		e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
+	}
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: allocating %llu bytes failed: %s\n", (unsigned long long)bytes, cudaGetErrorString(e));
+		return NULL;
+	}
+	return p;
+}
+
+extern "C" void graph_gpu_free(int kind, void *p)
+{
+	if (!p)
+		return;
+	if (kind == 1)
+		cudaFreeHost(p);
+	else
+		cudaFree(p);
+}
+
+extern "C" int graph_gpu_upload(void *dst, const void *src, uint64_t bytes)
+{
+	cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream());
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(stream());
+	return e == cudaSuccess ? 0 : -EIO;
+}
+
+extern "C" int graph_gpu_download(void *dst, const void *src, uint64_t bytes)
+{
+	return graph_gpu_upload(dst, src, bytes);
+}
+
+extern "C" int graph_gpu_memset(void *dst, int c, uint64_t bytes)
+{
+	cudaError_t e = cudaMemsetAsync(dst, c, bytes, stream());
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(stream());
+	return e == cudaSuccess ? 0 : -EIO;
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU launchers of bfs/cc (graph_gpu.cu) and the baselines' memory. */
+#ifndef BAM_GRAPH_GPU_H
+#define BAM_GRAPH_GPU_H
+#include "bam/defs.h"
+#include "graph_kern.h"
+BAM_EXTERN_C_BEGIN
+/* Expand one BFS level on the GPU (b->cur_n frontier vertices); returns the size of
+ * the next frontier in *next_n. 0 or -EIO. */
+int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, uint64_t *next_n);
+/* One CC hooking sweep + one pointer-jumping sweep; *changed != 0 if labels moved. */
+int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, uint32_t *changed);
+/* Memory for the baselines: kind 0 = cudaMalloc, 1 = pinned host (cudaHostAlloc
+ * mapped), 2 = cudaMallocManaged (refused if larger than the GPU's free memory). */
+void *graph_gpu_alloc(int kind, uint64_t bytes);
+void graph_gpu_free(int kind, void *p);
+/* Copy host -> any. 0 or -EIO. */
+int graph_gpu_upload(void *dst, const void *src, uint64_t bytes);
+int graph_gpu_download(void *dst, const void *src, uint64_t bytes);
+int graph_gpu_memset(void *dst, int c, uint64_t bytes);
+BAM_EXTERN_C_END
+#endif

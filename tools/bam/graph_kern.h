@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BFS and connected components in the BaM paper's style, written once for GPU warps
+ * and CPU-target threads (warp size 1). The CSR arrays are read either through bam
+ * arrays (on demand from storage, through the cache, warp-coalesced) or through plain
+ * pointers (the baselines: GPU memory, pinned host memory read zero-copy, UVM);
+ * per-vertex state (levels, labels, frontiers) is in target memory.
+ *
+ * BFS: level-synchronous; one warp per frontier vertex, its lanes striding over the
+ * vertex's neighbour list (paper: "BFS assigns one warp per frontier vertex").
+ * CC: min-label propagation over every arc in both directions plus pointer jumping,
+ * scanning all vertices each iteration (the paper's more irregular pattern); labels
+ * converge to the smallest vertex id of each weakly connected component, the
+ * convention of bam_ref_cc.
+ */
+#ifndef BAM_GRAPH_KERN_H
+#define BAM_GRAPH_KERN_H
+
+#include "bam/array.h"
+
+struct graph_view {
+	uint32_t bam;                 /* 1: through arrays; 0: plain pointers */
+	uint32_t id_bytes;            /* 4 or 8 */
+	uint64_t n, m;
+	struct bam_array_dev *off_a;  /* u64 [n+1] */
+	struct bam_array_dev *edge_a; /* u32/u64 [m] */
+	const uint64_t *off_p;
+	const void *edge_p;
+	uint32_t *error;              /* sticky: first negative errno, as positive */
+};
+
+struct bfs_state {
+	uint32_t *level;              /* [n] */
+	uint64_t *cur, *next;         /* frontiers [n] */
+	uint64_t *next_n;             /* counter */
+	uint64_t cur_n;
+	uint32_t depth;               /* level being expanded */
+};
+
+struct cc_state {
+	uint64_t *label;              /* [n] */
+	uint32_t *changed;
+};
+
+BAM_HD_INLINE void gv_fail(const struct graph_view *g, int rc)
+{
+	if (rc)
+		bam_cas_acq_rel_gpu_u32(g->error, 0, (uint32_t)-rc);
+}
+
+/* Neighbour range of v; every thread of the calling group passes the same v
+ * (coalesced into one line access). */
+BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, uint64_t *e)
+{
+	if (!g->bam) {
+		*s = g->off_p[v];
+		*e = g->off_p[v + 1];
+		return 0;
+	}
+	int rc = bam_array_warp_read_u64(g->off_a, v, s);
+	if (!rc)
+		rc = bam_array_warp_read_u64(g->off_a, v + 1, e);
+	gv_fail(g, rc);
+	return rc;
+}
+
+/* Edge i (warp-coalesced over the calling threads). */
+BAM_HD_INLINE int gv_edge(const struct graph_view *g, uint64_t i, uint64_t *u)
+{
+	if (!g->bam) {
+		*u = g->id_bytes == 4 ? ((const uint32_t *)g->edge_p)[i] : ((const uint64_t *)g->edge_p)[i];
+		return 0;
+	}
+	int rc;
+	if (g->id_bytes == 4) {
+		uint32_t x = 0;
+		rc = bam_array_warp_read_u32(g->edge_a, i, &x);
+		*u = x;
+	} else {
+		rc = bam_array_warp_read_u64(g->edge_a, i, u);
+	}
+	gv_fail(g, rc);
+	return rc;
+}
+
+/* One warp (lane, wsize) expands frontier entry w. */
+BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
+{
+	uint64_t v = b->cur[w], s, e;
+	if (gv_range(g, v, &s, &e))
+		return;
+	const uint32_t nl = b->depth + 1;
+	for (uint64_t i = s + lane; i < e; i += wsize) {
+		uint64_t u;
+		if (gv_edge(g, i, &u))
+			return;
+		if (u >= g->n) {
+			gv_fail(g, -ERANGE);
+			return;
+		}
+		if (bam_load_relaxed_u32(&b->level[u]) != 0xffffffffu)
+			continue;
+		if (bam_cas_acq_rel_gpu_u32(&b->level[u], 0xffffffffu, nl) == 0xffffffffu) {
+			uint64_t k = bam_fetch_add_relaxed_gpu_u64(b->next_n, 1);
+			b->next[k] = u;
+		}
+	}
+}
+
+BAM_HD_INLINE uint64_t cc_atomic_min(uint64_t *p, uint64_t v)
+{
+#if BAM_ON_GPU
+	return atomicMin((unsigned long long *)p, (unsigned long long)v);
+#else
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (v < old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return old;
+#endif
+}
+
+/* One warp hooks vertex v with all its out-neighbours, both directions. */
+BAM_HD_INLINE void cc_warp(const struct graph_view *g, struct cc_state *c, uint64_t v, uint32_t lane, uint32_t wsize)
+{
+	uint64_t s, e;
+	if (gv_range(g, v, &s, &e))
+		return;
+	int changed = 0;
+	for (uint64_t i = s + lane; i < e; i += wsize) {
+		uint64_t u;
+		if (gv_edge(g, i, &u))
+			return;
+		if (u >= g->n) {
+			gv_fail(g, -ERANGE);
+			return;
+		}
+		uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
+		if (lu < lv)
+			changed |= cc_atomic_min(&c->label[v], lu) > lu;
+		else if (lv < lu)
+			changed |= cc_atomic_min(&c->label[u], lv) > lv;
+	}
+	if (changed)
+		bam_store_relaxed_u32(c->changed, 1);
+}
+
+/* Pointer jumping: label[v] = label[label[v]] (labels are vertex ids of the same
+ * component, so this only shortens the way to the minimum). */
+BAM_HD_INLINE void cc_jump(struct cc_state *c, uint64_t v)
+{
+	uint64_t l = bam_load_relaxed_u64(&c->label[v]);
+	uint64_t ll = bam_load_relaxed_u64(&c->label[l]);
+	if (ll < l) {
+		cc_atomic_min(&c->label[v], ll);
+		bam_store_relaxed_u32(c->changed, 1);
+	}
+}
+
+#endif /* BAM_GRAPH_KERN_H */
