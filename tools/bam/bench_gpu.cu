@@ -185,3 +185,35 @@ out:
 	if (sink) cudaFree(sink);
 	return rc;
 }
+
+__global__ void abench_kernel(struct abench_args a)
+{
+	uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (tid < a.threads)
+		abench_thread(&a, tid, threadIdx.x & 31u, 32);
+}
+
+extern "C" int abench_gpu_run(const struct abench_args *a, double *ms)
+{
+	cudaStream_t s;
+	cudaEvent_t e0, e1;
+	float f = 0;
+	if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+		return -EIO;
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	cudaEventRecord(e0, s);
+	abench_kernel<<<(unsigned)((a->threads + 255) / 256), 256, 0, s>>>(*a);
+	cudaEventRecord(e1, s);
+	cudaError_t e = cudaEventSynchronize(e1);
+	cudaEventElapsedTime(&f, e0, e1);
+	*ms = f;
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	cudaStreamDestroy(s);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: array bench kernel failed: %s\n", cudaGetErrorString(e));
+		return -EIO;
+	}
+	return 0;
+}

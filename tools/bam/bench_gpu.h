@@ -19,4 +19,9 @@ int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint
 /* HBM baseline: read 'bytes' of device memory; returns bytes/s. */
 int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s);
 BAM_EXTERN_C_END
+#include "abench_kern.h"
+BAM_EXTERN_C_BEGIN
+/* Run the array benchmark kernel; *ms from CUDA events. */
+int abench_gpu_run(const struct abench_args *a, double *ms);
+BAM_EXTERN_C_END
 #endif

@@ -56,7 +56,8 @@ static void usage(FILE *f)
 		"  --ctrl-workers=N   emulated controller workers per controller\n"
 		"  --seed=N           random seed (default 1)\n"
 		"  --json             JSON on stdout\n"
-		"  --quiet            no progress on stderr\n",
+		"  --quiet            no progress on stderr\n"
+		"  --array            through the cache and array API ('bam bench --array --help')\n",
 		BENCH_MAX_IODEPTH);
 }
 
@@ -216,6 +217,9 @@ int bam_cmd_bench(int argc, char **argv)
 		{"verify", 1, 0, 'v'}, {"baseline", 1, 0, 'L'}, {"timeout-ms", 1, 0, 'o'}, {"seed", 1, 0, 'S'},
 		{"json", 0, 0, 'j'}, {"quiet", 0, 0, 'Z'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
 		{0, 0, 0, 0}};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--array"))
+			return bam_bench_array(argc, argv);
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {

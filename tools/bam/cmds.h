@@ -7,4 +7,5 @@ int bam_cmd_bench(int argc, char **argv);
 int bam_cmd_bfs(int argc, char **argv);
 int bam_cmd_cc(int argc, char **argv);
 int bam_cmd_demo(int argc, char **argv);
+int bam_bench_array(int argc, char **argv);
 #endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernel body of `bam bench --array`: element reads through the cache and array API,
+ * compiled for GPU warps and CPU-target threads. Element i of the array holds
+ * abench_value(i); every read is checked. */
+#ifndef BAM_ABENCH_KERN_H
+#define BAM_ABENCH_KERN_H
+
+#include "bam/array.h"
+#include "../../src/emu/emu_core.h"
+
+enum abench_pattern {
+	AB_HOT = 0,    /* a working set that fits the cache, swept warp-contiguously: hits */
+	AB_RANDOM = 1, /* one random element per thread per step: mostly misses when n >> cache */
+	AB_WARP = 2,   /* a random line per warp, lanes read consecutive elements of it */
+};
+
+struct abench_args {
+	struct bam_array_dev *a;
+	uint64_t n_elems;     /* array elements (u64) */
+	uint64_t ws;          /* working-set elements for AB_HOT */
+	uint64_t threads;
+	uint64_t steps;       /* reads per thread */
+	uint64_t seed;
+	uint32_t pattern;
+	uint32_t coalesce;
+	uint64_t *bad;        /* wrong values seen */
+	uint64_t *errs;       /* failed reads */
+};
+
+BAM_HD_INLINE uint64_t abench_value(uint64_t i)
+{
+	return i * 0x9e3779b97f4a7c15ull + 12345u;
+}
+
+BAM_HD_INLINE void abench_thread(const struct abench_args *g, uint64_t tid, uint32_t lane, uint32_t wsize)
+{
+	uint64_t warp = tid / wsize;
+	uint64_t bad = 0, errs = 0;
+	for (uint64_t k = 0; k < g->steps; k++) {
+		uint64_t i;
+		if (g->pattern == AB_HOT) {
+			i = (tid + k * g->threads) % g->ws;
+		} else if (g->pattern == AB_RANDOM) {
+			i = emu_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
+		} else {
+			uint64_t groups = g->n_elems / 32u;
+			i = (emu_mix64(g->seed ^ (warp << 24) ^ k) % groups) * 32u + (tid % 32u);
+		}
+		uint64_t v;
+		int rc = g->coalesce ? bam_array_warp_read_u64(g->a, i, &v) : bam_array_read_u64(g->a, i, &v);
+		if (rc)
+			errs++;
+		else if (v != abench_value(i))
+			bad++;
+	}
+	(void)lane;
+	if (bad)
+		bam_fetch_add_relaxed_gpu_u64(g->bad, bad);
+	if (errs)
+		bam_fetch_add_relaxed_gpu_u64(g->errs, errs);
+}
+
+#endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam bench --array: the cache and array API under load. Patterns: hot (a working
+ * set inside the cache: hit bandwidth, against the HBM/DRAM read bandwidth measured
+ * in the same run), random (one random element per thread per step: miss IOPS),
+ * warp (each warp reads 32 consecutive elements of a random line: the case warp
+ * coalescing is for; compare --coalesce=on and off).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "bam/bam.h"
+#include "bam/backend.h"
+#include "bam/cache.h"
+#include "abench_kern.h"
+#include "cli_util.h"
+#include "cmds.h"
+#ifdef BAM_HAVE_CUDA
+#include "bench_gpu.h"
+extern int bam_gpu_available(void);
+#endif
+
+static const char *pat_names[] = {"hot", "random", "warp"};
+
+struct cpu_ab {
+	struct abench_args *a;
+};
+static void cpu_ab_fn(void *arg, uint64_t tid)
+{
+	abench_thread(arg, tid, 0, 1);
+}
+
+struct fill {
+	struct bam_array *arr;
+	uint64_t n, chunk;
+	int rc;
+};
+static void fill_fn(void *arg, uint64_t t)
+{
+	struct fill *f = arg;
+	uint64_t first = t * f->chunk, cnt = f->n - first < f->chunk ? f->n - first : f->chunk;
+	uint64_t *b = malloc(cnt * 8);
+	if (!b) {
+		f->rc = -ENOMEM;
+		return;
+	}
+	for (uint64_t k = 0; k < cnt; k++)
+		b[k] = abench_value(first + k);
+	int rc = bam_array_media_write(f->arr, first, b, cnt);
+	if (rc)
+		f->rc = rc;
+	free(b);
+}
+
+static int run_kernel(struct bam_ctx *ctx, struct abench_args *a, double *secs)
+{
+	if (bam_ctx_target(ctx) == BAM_TARGET_GPU) {
+#ifdef BAM_HAVE_CUDA
+		double ms = 0;
+		int rc = abench_gpu_run(a, &ms);
+		*secs = ms / 1e3;
+		return rc;
+#else
+		return -ENODEV;
+#endif
+	}
+	double t0 = cli_now();
+	int rc = bam_cpu_launch(a->threads, (uint32_t)(a->threads > 256 ? 256 : a->threads), cpu_ab_fn, a);
+	*secs = cli_now() - t0;
+	return rc;
+}
+
+int bam_bench_array(int argc, char **argv)
+{
+	const char *backend = "emu";
+	uint64_t size = 1ull << 30, cache_bytes = 64ull << 20, threads = 0, steps = 64, ws = 0;
+	uint32_t line = 4096, coalesce = 1, pattern = AB_RANDOM, json = 0, quiet = 0, workers = 0;
+	enum bam_target target = BAM_TARGET_AUTO;
+	static const struct option lo[] = {
+		{"array", 0, 0, 'A'}, {"pattern", 1, 0, 'p'}, {"cache-size", 1, 0, 'C'}, {"line-size", 1, 0, 'L'},
+		{"coalesce", 1, 0, 'c'}, {"size", 1, 0, 's'}, {"threads", 1, 0, 'T'}, {"steps", 1, 0, 'n'},
+		{"working-set", 1, 0, 'W'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'}, {"json", 0, 0, 'j'},
+		{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		char *end = NULL;
+		uint64_t v;
+		switch (ch) {
+		case 'A': break;
+		case 'p':
+			pattern = 99;
+			for (uint32_t i = 0; i < 3; i++)
+				if (!strcmp(optarg, pat_names[i]))
+					pattern = i;
+			if (pattern == 99)
+				goto bad;
+			break;
+		case 'C': if (bam_parse_size(optarg, &cache_bytes) || !cache_bytes) goto bad; break;
+		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; line = (uint32_t)v; break;
+		case 'c':
+			if (!strcmp(optarg, "on")) coalesce = 1;
+			else if (!strcmp(optarg, "off")) coalesce = 0;
+			else goto bad;
+			break;
+		case 's': if (bam_parse_size(optarg, &size) || size < 4096) goto bad; break;
+		case 'T': threads = strtoull(optarg, &end, 10); if (*end || !threads) goto bad; break;
+		case 'n': steps = strtoull(optarg, &end, 10); if (*end || !steps) goto bad; break;
+		case 'W': if (bam_parse_size(optarg, &ws) || !ws) goto bad; break;
+		case 'B': backend = optarg; break;
+		case 'g':
+			if (!strcmp(optarg, "gpu")) target = BAM_TARGET_GPU;
+			else if (!strcmp(optarg, "cpu")) target = BAM_TARGET_CPU;
+			else if (!strcmp(optarg, "auto")) target = BAM_TARGET_AUTO;
+			else goto bad;
+			break;
+		case 'j': json = 1; break;
+		case 'q': quiet = 1; break;
+		case 'w': workers = (uint32_t)strtoul(optarg, &end, 10); if (*end || !workers) goto bad; break;
+		case 'h':
+			printf("usage: bam bench --array [--pattern=hot|random|warp] [--cache-size=SIZE] [--line-size=SIZE]\n"
+			       "       [--coalesce=on|off] [--size=SIZE (array bytes)] [--threads=N] [--steps=N reads per thread]\n"
+			       "       [--working-set=SIZE (hot)] [--backend=STR] [--target=gpu|cpu|auto] [--json]\n");
+			return 0;
+		default:
+			return 2;
+		bad:
+			fprintf(stderr, "bench --array: bad value '%s' for %s\n", optarg, argv[optind - 1]);
+			return 2;
+		}
+	}
+	enum bam_target tgt = target;
+#ifdef BAM_HAVE_CUDA
+	if (tgt == BAM_TARGET_AUTO)
+		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
+#else
+	if (tgt == BAM_TARGET_AUTO)
+		tgt = BAM_TARGET_CPU;
+#endif
+	if (!threads)
+		threads = tgt == BAM_TARGET_GPU ? 262144 : 16;
+	uint64_t n = size / 8;
+	if (!ws)
+		ws = cache_bytes / 2;
+	uint64_t ws_elems = ws / 8 < n ? ws / 8 : n;
+
+	/* baseline first (the emulator is not running yet) */
+	double base_bps = 0;
+#ifdef BAM_HAVE_CUDA
+	if (tgt == BAM_TARGET_GPU && pattern == AB_HOT)
+		bench_gpu_hbm_baseline(8ull << 30, &base_bps);
+#endif
+	char be[1024];
+	cli_backend_sized(backend, size + line, line, be, sizeof(be));
+	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers};
+	struct bam_ctx *ctx;
+	char err[512];
+	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "bench --array: cannot open '%s': %s\n", be, err);
+		return 1;
+	}
+	struct bam_cache *cache = NULL;
+	struct bam_array *arr = NULL;
+	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
+	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
+	if ((rc = bam_cache_create(ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &arr))) {
+		bam_ctx_close(ctx);
+		return 1;
+	}
+	if (!quiet)
+		fprintf(stderr, "bench --array: writing %llu MiB of array data to the media\n", (unsigned long long)(size >> 20));
+	struct fill f = {.arr = arr, .n = n, .chunk = 1u << 20};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	bam_cpu_launch((n + f.chunk - 1) / f.chunk, (uint32_t)(ncpu > 0 ? ncpu : 2), fill_fn, &f);
+	uint64_t *counters = bam_mem_alloc(ctx, BAM_MEM_DEVICE, 16);
+	struct abench_args a = {.a = bam_array_dev(arr), .n_elems = n, .ws = ws_elems, .threads = threads, .steps = steps,
+				.seed = 42, .pattern = pattern, .coalesce = coalesce, .bad = counters, .errs = counters + 1};
+	double secs = 0;
+	if (f.rc || !counters) {
+		fprintf(stderr, "bench --array: setup failed\n");
+		rc = -EIO;
+		goto out;
+	}
+	if (pattern == AB_HOT) {
+		/* warm the working set, then measure hits only */
+		struct abench_args w = a;
+		w.steps = (ws_elems + threads - 1) / threads + 1;
+		if ((rc = run_kernel(ctx, &w, &secs)))
+			goto out;
+		bam_array_stats_reset(arr);
+	}
+	if ((rc = run_kernel(ctx, &a, &secs)))
+		goto out;
+	uint64_t res[2];
+	bam_mem_copy(ctx, res, counters, 16);
+	struct bam_array_stats st;
+	bam_array_stats(arr, &st);
+	double reads = (double)threads * (double)steps;
+	double bw = st.c.bytes_requested / secs;
+	double miss_iops = st.c.misses / secs;
+	if (json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "pattern", pat_names[pattern]);
+		cJSON_AddStringToObject(j, "target", tgt == BAM_TARGET_GPU ? "gpu" : "cpu");
+		cJSON_AddStringToObject(j, "backend", bam_ctx_backend_desc(ctx));
+		cJSON_AddNumberToObject(j, "line_size", line);
+		cJSON_AddNumberToObject(j, "cache_bytes", (double)cache_bytes);
+		cJSON_AddNumberToObject(j, "array_bytes", (double)size);
+		cJSON_AddNumberToObject(j, "coalesce", coalesce);
+		cJSON_AddNumberToObject(j, "threads", (double)threads);
+		cJSON_AddNumberToObject(j, "seconds", secs);
+		cJSON_AddNumberToObject(j, "element_reads_per_s", reads / secs);
+		cJSON_AddNumberToObject(j, "requested_GBps", bw / 1e9);
+		cJSON_AddNumberToObject(j, "hits", (double)st.c.hits);
+		cJSON_AddNumberToObject(j, "misses", (double)st.c.misses);
+		cJSON_AddNumberToObject(j, "miss_iops", miss_iops);
+		cJSON_AddNumberToObject(j, "io_amplification", st.amplification);
+		cJSON_AddNumberToObject(j, "wrong_values", (double)res[0]);
+		cJSON_AddNumberToObject(j, "errors", (double)res[1]);
+		if (base_bps > 0) {
+			cJSON_AddNumberToObject(j, "hbm_GBps", base_bps / 1e9);
+			cJSON_AddNumberToObject(j, "ratio_to_hbm", bw / base_bps);
+		}
+		char *s = cJSON_PrintUnformatted(j);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(j);
+	} else {
+		printf("bam bench --array: pattern=%s line=%u cache=%llu array=%llu coalesce=%s threads=%llu target=%s\n",
+		       pat_names[pattern], line, (unsigned long long)cache_bytes, (unsigned long long)size, coalesce ? "on" : "off",
+		       (unsigned long long)threads, tgt == BAM_TARGET_GPU ? "gpu" : "cpu");
+		printf("  backend: %s\n", bam_ctx_backend_desc(ctx));
+		printf("  %.3f s: %.3g element reads/s, %.2f GB/s requested, %.3g misses/s\n", secs, reads / secs, bw / 1e9, miss_iops);
+		bam_array_stats_print(stdout, "array", &st);
+		printf("  wrong values=%llu errors=%llu\n", (unsigned long long)res[0], (unsigned long long)res[1]);
+		if (base_bps > 0)
+			printf("  HBM read %.1f GB/s -> cache hits / HBM = %.3f\n", base_bps / 1e9, bw / base_bps);
+	}
+	rc = res[0] || res[1] ? -EIO : 0;
+out:
+	bam_cache_destroy(cache);
+	bam_ctx_close(ctx);
+	return rc ? 1 : 0;
+}
