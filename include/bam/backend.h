@@ -17,6 +17,10 @@ BAM_EXTERN_C_BEGIN
 
 struct bam_backend_ops {
 	const char *name; /* the back-end string's prefix, e.g. "emu" */
+	/* Where the core puts the SQ and CQ rings: BAM_MEM_DEVICE (GPU memory: a
+	 * controller that reads them by DMA or runs on the GPU) or BAM_MEM_HOST_PINNED
+	 * (a host-side service reads SQEs and writes CQEs). */
+	enum bam_mem_kind queue_mem;
 	/* Parse 'args' (the text after "name:", may be ""), create the controllers.
 	 * Sets *priv and *n_ctrl. Returns 0 or a negative errno with a message in err. */
 	int (*open)(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl,

@@ -301,11 +301,12 @@ struct bam_kron_params {
  * reference kronecker_generator.m) into `output`: m = edge_factor * 2^scale arcs, arc i
  * drawn bit by bit with the initiator probabilities, without noise, from a
  * counter-based generator (splitmix64 keyed by seed and i, so any pass regenerates the
- * same arcs on any number of threads), then both endpoints relabelled by a seeded random
- * permutation of 0..n-1. Arc (u,v) is stored as u -> v; BAM_GRAPH_BUILD_* options as for
- * import. Output is byte-identical for the same parameters and options whatever
- * o->threads and o->mem_limit. Memory: 8*(n+1) + 4n (8n above scale 32) bytes plus the
- * edge buffer (o->mem_limit; one more generation pass per extra buffer-full).
+ * same arcs on any number of threads), then both endpoints relabelled by a seeded
+ * permutation of 0..n-1 (the Graph500 reference generator's scramble(), a bijective
+ * hash). Arc (u,v) is stored as u -> v; BAM_GRAPH_BUILD_* options as for import. Output
+ * is byte-identical for the same parameters and options whatever o->threads and
+ * o->mem_limit. Memory: 8*(n+1) bytes plus the edge buffer (o->mem_limit; one more
+ * generation pass per extra buffer-full).
  * Errors: -EINVAL (parameters), -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
  */
 BAM_API int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,

@@ -133,8 +133,8 @@ static void free_queues(struct bam_ctx *ctx)
 		return;
 	for (uint32_t i = 0; i < ctx->n_ctrl * ctx->opts.qpairs; i++) {
 		struct bam_ctx_qmem *m = &ctx->qmem[i];
-		bam_mem_free(ctx, BAM_MEM_DEVICE, m->sq);
-		bam_mem_free(ctx, BAM_MEM_DEVICE, m->cq);
+		bam_mem_free(ctx, ctx->ops->queue_mem, m->sq);
+		bam_mem_free(ctx, ctx->ops->queue_mem, m->cq);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, m->turn);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, m->mark);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, m->consumed);
@@ -175,8 +175,8 @@ static int create_queues(struct bam_ctx *ctx, char *err, size_t errlen)
 			struct bam_ctx_qmem *m = &ctx->qmem[c * nq + q];
 			struct bam_qpair *h = &host_qps[q];
 			memset(h, 0, sizeof(*h));
-			m->sq = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * sizeof(struct nvme_sqe));
-			m->cq = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * sizeof(struct nvme_cqe));
+			m->sq = bam_mem_alloc(ctx, ctx->ops->queue_mem, (uint64_t)depth * sizeof(struct nvme_sqe));
+			m->cq = bam_mem_alloc(ctx, ctx->ops->queue_mem, (uint64_t)depth * sizeof(struct nvme_cqe));
 			m->turn = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)depth * 4);
 			m->mark = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)(depth + 31) / 32 * 4);
 			m->consumed = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (uint64_t)(depth + 31) / 32 * 4);
