@@ -303,6 +303,10 @@ int gr_chunk_end(struct gr_builder *b, char *err, size_t errlen)
 		       (unsigned long long)b->placed, (unsigned long long)b->chunk_elems);
 		return -EIO;
 	}
+	gr_progress(b, 1, "chunk %llu..%llu: %llu arcs placed; sorting%s and writing",
+		    (unsigned long long)b->lo, (unsigned long long)b->hi,
+		    (unsigned long long)b->placed,
+		    (b->build_flags & BAM_GRAPH_BUILD_DEDUP) ? ", deduplicating" : "");
 	gr_parallel(T, gr_chunk_sort, b);
 	for (unsigned t = 0; t < T; t++) {
 		if (b->werr[t]) {

@@ -7,9 +7,12 @@
  * the scale bit levels, the source bit is 1 with probability C+D and the destination bit
  * is 1 with probability B/(A+B) (source bit 0) or D/(C+D) (source bit 1); no noise is
  * added to the initiator (the reference C generator's SPK_NOISE_LEVEL is 0, and the
- * Octave reference has none). Both endpoints are then mapped through one seeded random
- * permutation of 0..n-1 (the reference's randperm relabelling); the reference's second
- * shuffle, of the arc order, does not matter to a CSR and is not done.
+ * Octave reference has none). Both endpoints are then relabelled by a seeded permutation
+ * of 0..n-1: the reference C generator's scramble() (generator/graph_generator.c), a
+ * bijection on scale-bit integers built from an add, two odd multiplies and two bit
+ * reversals, used there instead of a stored random permutation "because applying it at
+ * scale is too expensive" - here too: it needs no memory and no cache miss per arc. The
+ * reference's second shuffle, of the arc order, does not matter to a CSR and is not done.
  *
  * Why counter-based: the random bits of arc i are splitmix64 outputs number
  * 64*i + level + 1 of a stream keyed by the seed (a pure function of seed, i and level),
@@ -32,14 +35,35 @@ struct kron {
 	uint64_t m;
 	uint64_t key;
 	uint64_t t_ab, t_a, t_c; /* thresholds on 32-bit uniforms */
-	uint32_t *perm32;
-	uint64_t *perm64;
+	uint64_t val0, val1;     /* scramble() keys */
 	int pass; /* 0 count, else scatter */
 	unsigned threads;
 	uint64_t done; /* arcs generated in this pass (atomic; progress only) */
 	uint64_t loops[GR_MAX_THREADS];
 	uint64_t placed[GR_MAX_THREADS];
 };
+
+static inline uint64_t bitrev64(uint64_t x)
+{
+	x = ((x >> 1) & 0x5555555555555555ull) | ((x & 0x5555555555555555ull) << 1);
+	x = ((x >> 2) & 0x3333333333333333ull) | ((x & 0x3333333333333333ull) << 2);
+	x = ((x >> 4) & 0x0f0f0f0f0f0f0f0full) | ((x & 0x0f0f0f0f0f0f0f0full) << 4);
+	return __builtin_bswap64(x);
+}
+
+/* Graph500 reference scramble(): a bijection of [0, 2^scale). The low `scale` bits of
+ * (v + c) * odd depend only on the low `scale` bits of v, so each step permutes
+ * scale-bit values; a multiply mixes only upwards, so the bits are reversed (and kept
+ * at the bottom) between the two multiplies to mix both ways. */
+static inline uint64_t kron_scramble(const struct kron *k, uint64_t v)
+{
+	v += k->val0 + k->val1;
+	v *= k->val0 | 0x4519840211493211ull;
+	v = bitrev64(v) >> (64 - k->scale);
+	v *= k->val1 | 0x3050852102c843a5ull;
+	v = bitrev64(v) >> (64 - k->scale);
+	return v;
+}
 
 static inline void kron_arc(const struct kron *k, uint64_t i, uint64_t *u, uint64_t *v)
 {
@@ -52,13 +76,8 @@ static inline void kron_arc(const struct kron *k, uint64_t i, uint64_t *u, uint6
 		a |= ib << l;
 		b |= jb << l;
 	}
-	if (k->perm32) {
-		*u = k->perm32[a];
-		*v = k->perm32[b];
-	} else {
-		*u = k->perm64[a];
-		*v = k->perm64[b];
-	}
+	*u = kron_scramble(k, a);
+	*v = kron_scramble(k, b);
 }
 
 static void kron_worker(void *arg, unsigned t)
@@ -121,7 +140,7 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 	struct kron *k;
 	double A, B, C, D;
 	char source[BAM_GRAPH_SOURCE_LEN];
-	uint64_t n, seed_state, loops = 0;
+	uint64_t n, loops = 0;
 	int rc;
 
 	if (st)
@@ -173,6 +192,8 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 	k->scale = p->scale;
 	k->m = (uint64_t)p->edge_factor << p->scale;
 	k->key = gr_mix64(p->seed ^ 0x6b726f6e67726170ull); /* "krongrap" */
+	k->val0 = gr_mix64(p->seed ^ 0x7065726d75746530ull); /* "permute0" */
+	k->val1 = gr_mix64(p->seed ^ 0x7065726d75746531ull); /* "permute1" */
 	k->t_ab = kron_threshold(A + B);
 	k->t_a = kron_threshold(A / (A + B));
 	k->t_c = kron_threshold(C / (C + D));
@@ -183,39 +204,9 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 	rc = gr_builder_set_n(&b, n, err, errlen);
 	if (rc)
 		goto out;
-	/* The relabelling: Fisher-Yates over a splitmix64 stream of its own. */
-	if (n <= (1ull << 32))
-		k->perm32 = malloc((size_t)n * 4);
-	else
-		k->perm64 = malloc((size_t)n * 8);
-	if (!k->perm32 && !k->perm64) {
-		gr_err(err, errlen, "generate: out of memory for the %llu-vertex permutation",
-		       (unsigned long long)n);
-		rc = -ENOMEM;
-		goto out;
-	}
 	gr_progress(&b, 1, "scale %u, edge factor %u: %llu vertices, %llu arcs, seed %llu, %u thread(s)",
 		    p->scale, p->edge_factor, (unsigned long long)n, (unsigned long long)k->m,
 		    (unsigned long long)p->seed, k->threads);
-	seed_state = gr_mix64(p->seed ^ 0x7065726d75746521ull); /* "permute!" */
-	for (uint64_t i = 0; i < n; i++) {
-		if (k->perm32)
-			k->perm32[i] = (uint32_t)i;
-		else
-			k->perm64[i] = i;
-	}
-	for (uint64_t i = n - 1; i > 0; i--) {
-		uint64_t j = gr_uniform(&seed_state, i + 1);
-		if (k->perm32) {
-			uint32_t x = k->perm32[i];
-			k->perm32[i] = k->perm32[j];
-			k->perm32[j] = x;
-		} else {
-			uint64_t x = k->perm64[i];
-			k->perm64[i] = k->perm64[j];
-			k->perm64[j] = x;
-		}
-	}
 
 	/* Pass 1: degrees. */
 	k->pass = 0;
@@ -238,7 +229,7 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 			goto out;
 	}
 	snprintf(source, sizeof(source),
-		 "kron graph500 scale=%u edge-factor=%u seed=%llu A=%.4g B=%.4g C=%.4g D=%.4g noise=0 permuted",
+		 "kron graph500 scale=%u edge-factor=%u seed=%llu A=%.4g B=%.4g C=%.4g D=%.4g noise=0 scrambled",
 		 p->scale, p->edge_factor, (unsigned long long)p->seed, A, B, C, D);
 	rc = gr_finish(&b, 0, source, st, err, errlen);
 	if (!rc && st) {
@@ -249,8 +240,6 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 		gr_progress(&b, 1, "wrote %s: %llu vertices, %llu arcs", output,
 			    (unsigned long long)n, (unsigned long long)b.out_edges);
 out:
-	free(k->perm32);
-	free(k->perm64);
 	free(k);
 	gr_builder_free(&b);
 	return rc;
