@@ -25,6 +25,31 @@ struct deferred {
 };
 static struct deferred *deferred;
 
+/* cudaMalloc aligns to 256 bytes; queue rings, cache lines and PRP targets must be
+ * page aligned (NVMe: PRP entries after the first and queue bases are 4 KiB aligned),
+ * so device allocations are over-allocated and aligned here, and the original
+ * pointer is remembered for cudaFree. */
+struct aligned_rec {
+	void *aligned, *base;
+	struct aligned_rec *next;
+};
+static struct aligned_rec *aligned_recs;
+
+static void *base_of(void *aligned)
+{
+	struct aligned_rec **pp = &aligned_recs;
+	for (; *pp; pp = &(*pp)->next) {
+		if ((*pp)->aligned == aligned) {
+			struct aligned_rec *r = *pp;
+			void *b = r->base;
+			*pp = r->next;
+			free(r);
+			return b;
+		}
+	}
+	return aligned;
+}
+
 #define CUDA_TRY(call, label)                                                                  \
 	do {                                                                                   \
 		cudaError_t e_ = (call);                                                       \
@@ -53,8 +78,21 @@ void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes)
 {
 	void *p = NULL;
 	if (kind == BAM_MEM_DEVICE) {
-		CUDA_TRY(cudaMalloc(&p, bytes), fail);
+		void *base = NULL;
+		struct aligned_rec *r = malloc(sizeof(*r));
+		if (!r)
+			goto fail;
+		if (cudaMalloc(&base, bytes + 4096) != cudaSuccess) {
+			fprintf(stderr, "bam: cudaMalloc(%llu) failed\n", (unsigned long long)bytes);
+			free(r);
+			goto fail;
+		}
+		p = (void *)(((uintptr_t)base + 4095) & ~(uintptr_t)4095);
 		pthread_mutex_lock(&lock);
+		r->aligned = p;
+		r->base = base;
+		r->next = aligned_recs;
+		aligned_recs = r;
 		cudaMemsetAsync(p, 0, bytes, stream());
 		cudaStreamSynchronize(stream());
 		pthread_mutex_unlock(&lock);
@@ -69,8 +107,12 @@ fail:
 
 static void free_now(enum bam_mem_kind kind, void *p)
 {
-	if (kind == BAM_MEM_DEVICE)
-		cudaFree(p);
+	if (kind == BAM_MEM_DEVICE) {
+		pthread_mutex_lock(&lock);
+		void *b = base_of(p);
+		pthread_mutex_unlock(&lock);
+		cudaFree(b);
+	}
 	else
 		cudaFreeHost(p);
 }
