@@ -130,8 +130,8 @@ struct bam_graph_degree_stats {
  * array is not read). Errors: those of bam_graph_header_read; -EBADMSG if offsets
  * decrease; -EIO.
  */
-BAM_API int bam_graph_degree_stats(const char *path, struct bam_graph_degree_stats *s,
-				   char *err, size_t errlen);
+BAM_API int bam_graph_degrees(const char *path, struct bam_graph_degree_stats *s,
+			      char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------------- */
 /* Host-memory CSR                                                                    */

@@ -302,7 +302,7 @@ out:
 	return rc;
 }
 
-int bam_graph_degree_stats(const char *path, struct bam_graph_degree_stats *s, char *err,
+int bam_graph_degrees(const char *path, struct bam_graph_degree_stats *s, char *err,
 			   size_t errlen)
 {
 	struct bam_graph_header h;

@@ -430,7 +430,7 @@ static void import_real(const char *name, uint64_t n, uint64_t m)
 	assert_int_equal(h.n_vertices, n);
 	assert_int_equal(h.n_edges, m);
 	assert_int_equal(h.id_bytes, 4);
-	assert_int_equal(bam_graph_degree_stats(out_path, &ds, err, sizeof(err)), 0);
+	assert_int_equal(bam_graph_degrees(out_path, &ds, err, sizeof(err)), 0);
 	assert_true(ds.max > 0);
 }
 

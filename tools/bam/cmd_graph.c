@@ -447,7 +447,7 @@ static int cmd_info(int argc, char **argv)
 	path = argv[optind];
 	rc = bam_graph_header_read(path, &h, err, sizeof(err));
 	if (!rc)
-		rc = bam_graph_degree_stats(path, &ds, err, sizeof(err));
+		rc = bam_graph_degrees(path, &ds, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "bam graph info: %s\n", err);
 		return 1;
