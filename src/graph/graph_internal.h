@@ -152,15 +152,17 @@ int gr_builder_grow(struct gr_builder *b, uint64_t v, char *err, size_t errlen);
 static inline int gr_count(struct gr_builder *b, uint64_t u, uint64_t v, char *err,
 			   size_t errlen)
 {
-	if (u == v && (b->build_flags & BAM_GRAPH_BUILD_DROP_SELF_LOOPS)) {
-		b->self_loops++;
-		return 0;
-	}
 	uint64_t mx = u > v ? u : v;
+
+	/* n covers every id seen, even in a dropped self-loop */
 	if (mx >= b->n) {
 		int rc = gr_builder_grow(b, mx, err, errlen);
 		if (rc)
 			return rc;
+	}
+	if (u == v && (b->build_flags & BAM_GRAPH_BUILD_DROP_SELF_LOOPS)) {
+		b->self_loops++;
+		return 0;
 	}
 	b->arr[u]++;
 	if (u != v && (b->build_flags & BAM_GRAPH_BUILD_SYMMETRIZE))

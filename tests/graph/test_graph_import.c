@@ -240,6 +240,21 @@ static void test_law_empty_lines_and_isolated(void **state)
 	check_graph(5, off, 3, edges, 4, 0);
 }
 
+/* SNAP: n = largest id + 1 counts ids seen only in a dropped self-loop. */
+static void test_snap_n_from_dropped_loop(void **state)
+{
+	static const char text[] = "0 1\n7 7\n";
+	static const uint64_t off[] = { 0, 1, 1, 1, 1, 1, 1, 1, 1 };
+	static const uint64_t edges[] = { 1 };
+	struct bam_graph_build_stats st;
+
+	(void)state;
+	write_file(tmp("loop.txt"), text, sizeof(text) - 1);
+	import_ok(tmp("loop.txt"), BAM_GRAPH_FMT_AUTO, BAM_GRAPH_BUILD_DROP_SELF_LOOPS, 0, 0, &st);
+	check_graph(8, off, 1, edges, 4, BAM_GRAPH_F_NO_SELF_LOOPS);
+	assert_int_equal(st.self_loops_dropped, 1);
+}
+
 /* A larger random edge list: a buffer far smaller than the edge array forces many chunks
  * (passes); the file must be byte-identical to the one-chunk import. */
 static void test_chunks_identical(void **state)
@@ -453,6 +468,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_mtx_symmetric),
 		cmocka_unit_test(test_law_empty_lines_and_isolated),
+		cmocka_unit_test(test_snap_n_from_dropped_loop),
 		cmocka_unit_test(test_chunks_identical),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_missing_and_truncated_gz),
