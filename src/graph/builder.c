@@ -76,6 +76,13 @@ int gr_builder_init(struct gr_builder *b, const char *output,
 
 int gr_builder_set_n(struct gr_builder *b, uint64_t n, char *err, size_t errlen)
 {
+	/* calloc of a huge array succeeds lazily and the prefix sum would then meet the OOM
+	 * killer: refuse an offsets array larger than this machine's memory up front. */
+	if (n >= gr_default_mem_limit() / 2) {
+		gr_err(err, errlen, "%llu vertices need %llu MiB of offsets, more than this machine's memory",
+		       (unsigned long long)n, (unsigned long long)((n + 1) * 8 >> 20));
+		return -ENOMEM;
+	}
 	if (n >= (SIZE_MAX / 8) - 1 || !(b->arr = calloc((size_t)n + 1, 8))) {
 		gr_err(err, errlen, "%s: out of memory for the offsets of %llu vertices", b->output,
 		       (unsigned long long)n);

@@ -256,6 +256,18 @@ static int imp_bad_token(struct imp *c, enum rd_tok t, const char *what)
 	return -EINVAL;
 }
 
+/* Prefix a builder message with the input's name and line; returns rc. */
+static int imp_prefix(struct imp *c, uint64_t line, int rc)
+{
+	char msg[512];
+
+	if (c->err && c->errlen) {
+		snprintf(msg, sizeof(msg), "%s", c->err);
+		gr_err(c->err, c->errlen, "%s: line %llu: %s", c->input, (unsigned long long)line, msg);
+	}
+	return rc;
+}
+
 static void imp_progress(struct imp *c)
 {
 	struct gr_builder *b = c->b;
@@ -339,13 +351,8 @@ static int imp_edge_list(struct imp *c)
 			return -EINVAL;
 		}
 		rc = imp_emit(c, u, v);
-		if (rc) {
-			char msg[256];
-			snprintf(msg, sizeof(msg), "%s", c->err ? c->err : "");
-			gr_err(c->err, c->errlen, "%s: line %llu: %s", c->input,
-			       (unsigned long long)r->tok_line, msg);
-			return rc;
-		}
+		if (rc)
+			return imp_prefix(c, r->tok_line, rc);
 	}
 	if (r->error)
 		return imp_bad_token(c, T_ERR, "");
@@ -385,7 +392,7 @@ static int imp_law(struct imp *c)
 	if (c->pass == 0) {
 		rc = gr_builder_set_n(c->b, n, c->err, c->errlen);
 		if (rc)
-			return rc;
+			return imp_prefix(c, 1, rc);
 	}
 	for (i = 0; i < n; i++) {
 		t = rd_token(r);
@@ -552,7 +559,7 @@ static int imp_mtx(struct imp *c)
 	if (c->pass == 0) {
 		rc = gr_builder_set_n(c->b, rows, c->err, c->errlen);
 		if (rc)
-			return rc;
+			return imp_prefix(c, r->tok_line, rc);
 	}
 	for (k = 0; k < nnz; k++) {
 		if (imp_mtx_skip(r) == RD_EOF && !r->error) {
