@@ -39,6 +39,8 @@ struct bam_backend_ops {
 	/* Provisioning path (bam_ctx_media_write/read). */
 	int (*media_rw)(void *priv, uint32_t c, uint64_t off, void *buf, uint64_t len, int write);
 	int (*stats)(void *priv, uint32_t c, struct bam_ctrl_stats *out);
+	/* Optional: print the controller-side state of controller c's queues. */
+	void (*dump)(void *priv, uint32_t c, FILE *f);
 	/* Normalised description of the back end (owned by priv). */
 	const char *(*desc)(void *priv);
 	void (*close)(void *priv);

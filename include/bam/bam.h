@@ -134,6 +134,10 @@ BAM_API int bam_mem_set(struct bam_ctx *ctx, void *dst, int c, uint64_t bytes);
 BAM_API int bam_cpu_launch(uint64_t nthreads, uint32_t nworkers,
 			   void (*fn)(void *arg, uint64_t tid), void *arg);
 
+/* Print the state of every queue pair (tail, heads, credits, counters) and of the
+ * back end's queues to f: for diagnosing a stalled controller. */
+BAM_API void bam_ctx_dump(struct bam_ctx *ctx, FILE *f);
+
 /* Human name of a negative errno as this library uses it ("timed out" etc.). */
 BAM_API const char *bam_strerror(int err);
 

@@ -442,3 +442,29 @@ const char *bam_strerror(int err)
 	default: return strerror(err < 0 ? -err : err);
 	}
 }
+
+void bam_ctx_dump(struct bam_ctx *ctx, FILE *f)
+{
+	uint32_t nq = ctx->opts.qpairs;
+	struct bam_qpair *qps = malloc((size_t)nq * sizeof(*qps));
+	if (!qps)
+		return;
+	for (uint32_t c = 0; c < ctx->n_ctrl; c++) {
+		if (bam_mem_copy(ctx, qps, ctx->qps_dev[c], (uint64_t)nq * sizeof(*qps)))
+			break;
+		for (uint32_t q = 0; q < nq; q++) {
+			struct bam_qpair *p = &qps[q];
+			if (!p->sq_ticket && q > 3)
+				continue;
+			fprintf(f, "ctrl %u qp %u: ticket=%u sq_tail=%u sq_head=%u cq_head=%u credits=%u locks=%u/%u "
+				   "submitted=%llu completed=%llu doorbells=%llu timeouts=%llu late=%llu stray=%llu\n",
+				c, p->qid, p->sq_ticket, p->sq_tail, p->sq_head, p->cq_head, p->credits, p->sq_lock, p->cq_lock,
+				(unsigned long long)p->cnt.submitted, (unsigned long long)p->cnt.completed,
+				(unsigned long long)p->cnt.doorbells, (unsigned long long)p->cnt.timeouts,
+				(unsigned long long)p->cnt.late, (unsigned long long)p->cnt.stray);
+		}
+		if (ctx->ops->dump)
+			ctx->ops->dump(ctx->priv, c, f);
+	}
+	free(qps);
+}

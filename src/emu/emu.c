@@ -650,6 +650,38 @@ static int emu_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
 	return 0;
 }
 
+static void emu_dump(void *priv, uint32_t ci, FILE *f)
+{
+	struct emu *e = priv;
+	struct emu_host_ctrl *hc = &e->c[ci];
+	struct emu_queue *qs = hc->qh;
+	uint32_t *db = hc->h.db;
+	struct emu_ctrl k = hc->h;
+	struct emu_queue *tmpq = NULL;
+	uint32_t *tmpdb = NULL;
+	if (e->ctx->target == BAM_TARGET_GPU) {
+		tmpq = malloc((EMU_MAX_QUEUES + 1) * sizeof(*tmpq));
+		tmpdb = malloc(2 * (EMU_MAX_QUEUES + 1) * sizeof(uint32_t));
+		if (!tmpq || !tmpdb || bam_mem_copy(e->ctx, tmpq, hc->dev_q, (EMU_MAX_QUEUES + 1) * sizeof(*tmpq)) ||
+		    bam_mem_copy(e->ctx, tmpdb, hc->dev_db, 2 * (EMU_MAX_QUEUES + 1) * sizeof(uint32_t)) ||
+		    bam_mem_copy(e->ctx, &k, hc->d, sizeof(k))) {
+			free(tmpq);
+			free(tmpdb);
+			return;
+		}
+		qs = tmpq;
+		db = tmpdb;
+	}
+	fprintf(f, "emu ctrl %u: cmds=%llu reads=%llu writes=%llu errors=%llu nq=%u stop=%u\n", ci,
+		(unsigned long long)k.cnt.cmds, (unsigned long long)k.cnt.reads, (unsigned long long)k.cnt.writes,
+		(unsigned long long)k.cnt.errors, k.nq, *e->stop);
+	for (uint32_t q = 1; q <= k.nq && q <= 4; q++)
+		fprintf(f, "  emu q %u: created=%u depth=%u sq_head=%u cq_tail=%u phase=%u db_tail=%u db_cqhead=%u\n", q,
+			qs[q].created, qs[q].depth, qs[q].sq_head, qs[q].cq_tail, qs[q].phase, db[2 * q], db[2 * q + 1]);
+	free(tmpq);
+	free(tmpdb);
+}
+
 static const char *emu_desc(void *priv)
 {
 	return ((struct emu *)priv)->desc;
@@ -687,6 +719,7 @@ static const struct bam_backend_ops emu_ops = {
 	.media_rw = emu_media_rw,
 	.stats = emu_stats,
 	.desc = emu_desc,
+	.dump = emu_dump,
 	.close = emu_close,
 };
 

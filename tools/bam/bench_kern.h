@@ -106,7 +106,9 @@ struct bench_slot {
 	uint32_t c, write;
 };
 
-BAM_HD_INLINE void bench_complete(const struct bench_args *a, struct bench_slot *sl, uint8_t *b)
+/* Returns -ETIMEDOUT when the completion did not come (the thread then stops issuing:
+ * a stalled controller costs one timeout per thread, not one per I/O). */
+BAM_HD_INLINE int bench_complete(const struct bench_args *a, struct bench_slot *sl, uint8_t *b)
 {
 	uint16_t st = 0;
 	int rc = bam_dev_io_wait(&sl->io, &st);
@@ -115,13 +117,13 @@ BAM_HD_INLINE void bench_complete(const struct bench_args *a, struct bench_slot 
 	if (rc) {
 		bam_fetch_add_relaxed_gpu_u64(&o->timeouts, 1);
 		bam_dev_record_error(a->dev, rc, 0);
-		return;
+		return rc;
 	}
 	if (st) {
 		bam_fetch_add_relaxed_gpu_u64(&o->errors, 1);
 		bam_cas_acq_rel_gpu_u32(&o->first_status, 0, st);
 		bam_dev_record_error(a->dev, -EIO, st);
-		return;
+		return 0;
 	}
 	if (!sl->write && a->verify && bench_check(a, b, sl->c, sl->lba))
 		bam_fetch_add_relaxed_gpu_u64(&o->verify_fail, 1);
@@ -129,6 +131,7 @@ BAM_HD_INLINE void bench_complete(const struct bench_args *a, struct bench_slot 
 	bam_fetch_add_relaxed_gpu_u64(&o->bytes, a->bs);
 	bam_fetch_add_relaxed_gpu_u64(sl->write ? &o->writes : &o->reads, 1);
 	bam_fetch_add_relaxed_gpu_u64(&o->hist[bench_hist_index(t1 - sl->t0)], 1);
+	return 0;
 }
 
 BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
@@ -152,7 +155,8 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 		if (inflight == depth || !more) {
 			/* complete the oldest */
 			uint32_t oi = (next + depth - inflight) % depth;
-			bench_complete(a, &slots[oi], a->buf + ((tid * depth + oi) * (uint64_t)a->bs));
+			if (bench_complete(a, &slots[oi], a->buf + ((tid * depth + oi) * (uint64_t)a->bs)))
+				halted = 1;
 			inflight--;
 			continue;
 		}

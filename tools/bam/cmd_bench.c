@@ -534,6 +534,8 @@ int bam_cmd_bench(int argc, char **argv)
 	}
 	if (res.errors || res.timeouts || res.verify_fail)
 		exit_code = 1;
+	if (res.timeouts || getenv("BAM_DEBUG"))
+		bam_ctx_dump(ctx, stderr);
 	bam_ctx_close(ctx);
 	return exit_code;
 }

@@ -1,0 +1,1137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "file" back end: real storage. Each file or block device named in the back-end
+ * string is one NVMe controller with one namespace (several files = several SSDs:
+ * the core's arrays stripe lines over them). Admin commands run synchronously on the
+ * host, as in emu; each controller's I/O queues are served by host threads that
+ * fetch SQEs from the SQ tail doorbell, check them with emu_validate (one set of
+ * NVMe rules for both back ends), and execute them with io_uring, many commands in
+ * flight per thread. CQEs are posted as the I/Os complete, in completion order.
+ *
+ * Data path. CPU target: PRP addresses are host pointers, read into and written from
+ * directly (readv/writev on the PRP segments); with O_DIRECT a segment the file's
+ * direct-I/O alignment refuses goes through the slot's bounce buffer instead. GPU
+ * target: PRP addresses (and PRP lists) are GPU memory, which the kernel cannot DMA
+ * to or from here, so every command goes through a pinned staging buffer per slot
+ * and bam_mem_copy (a non-blocking stream: nothing here synchronises the device).
+ * Back-end string: docs/BACKENDS.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "../core/ctx_internal.h"
+#include "file_core.h"
+
+#define ST(sct, sc) NVME_STATUS(sct, sc)
+#define FILE_MAX_RETRIES 16 /* -EAGAIN / -EINTR resubmissions of one command */
+
+struct file_cfg {
+	char *paths[BAM_MAX_CTRLS];
+	uint32_t n_paths;
+	uint32_t lba;      /* 0 = the file's default */
+	int direct;        /* O_DIRECT (default 1) */
+	uint64_t size;     /* namespace bytes per file, 0 = the file's size */
+	uint32_t workers;  /* service threads per file, 0 = default */
+	uint32_t qd;       /* io_uring depth = commands in flight per thread, 0 = default */
+	int stage;         /* the GPU target's staged data path, on the CPU target (tests) */
+	char bad[300];
+};
+
+struct file_ctrl {
+	struct emu_ctrl e;        /* what emu_core.h needs: nlba, lba_shift, nq, q, db, cnt */
+	uint32_t *qinfl;          /* [FILE_MAX_QUEUES + 1] commands in service per queue */
+	const char *path;
+	int fd;                   /* I/O (O_DIRECT when 'direct') */
+	int fd_buf;               /* provisioning path: buffered (may be == fd) */
+	int direct, rdonly, blkdev;
+	uint32_t dio_align;       /* direct I/O: alignment of buffers, lengths and offsets */
+	uint64_t ns_bytes;
+};
+
+struct file_seg {
+	uint64_t addr;            /* target address (host pointer on the CPU target) */
+	uint32_t len;
+	uint32_t pad;
+};
+
+/* One command in service. */
+struct file_slot {
+	struct nvme_sqe sqe;      /* copy taken at fetch: the SQ slot is free once SQHD passes it */
+	struct emu_queue *q;
+	uint32_t qid;
+	uint32_t bytes;           /* transfer size */
+	uint32_t done;            /* bytes moved so far: a short read or write goes on from here */
+	uint32_t retries;
+	uint32_t nseg, niov, iov_first;
+	int bounce;               /* data through 'stage' */
+	uint64_t off;             /* file offset of SLBA */
+	uint8_t *stage;           /* FILE_MAX_XFER bytes, page aligned */
+	uint64_t *prp;            /* FILE_PRP_PAGES pages: host copy of the PRP list (staged path) */
+	struct file_seg seg[FILE_MAX_SEGS];
+	struct iovec iov[FILE_MAX_SEGS];
+};
+
+struct file_be;
+struct file_worker {
+	struct file_be *fb;
+	struct file_ctrl *fc;
+	uint32_t w, nw;           /* serves qid = 1 + w + k * nw */
+	uint32_t nq_owned, next_q;
+	struct io_uring ring;
+	int ring_ok;
+	struct file_slot *slots;
+	uint32_t nslots;
+	uint32_t *free_slots, nfree;
+	uint8_t *stage;           /* nslots * FILE_MAX_XFER */
+	uint64_t *prp;            /* nslots * FILE_PRP_PAGES pages */
+	int leak;                 /* I/O still in the kernel at stop: keep its buffers */
+	pthread_t th;
+	int started;
+};
+
+struct file_be {
+	struct bam_ctx *ctx;
+	struct file_cfg cfg;
+	uint32_t n;
+	struct file_ctrl *c;
+	int staged;               /* GPU target (or stage=1): data via staging + bam_mem_copy */
+	uint32_t stop;
+	struct file_worker *w;
+	uint32_t n_w;
+	char desc[1024];
+};
+
+/* ---- option parsing ------------------------------------------------------------ */
+
+static int add_path(struct file_cfg *c, const char *p)
+{
+	if (!*p) {
+		snprintf(c->bad, sizeof(c->bad), "empty path");
+		return -EINVAL;
+	}
+	if (c->n_paths == BAM_MAX_CTRLS) {
+		snprintf(c->bad, sizeof(c->bad), "more than %u files", BAM_MAX_CTRLS);
+		return -EINVAL;
+	}
+	c->paths[c->n_paths] = strdup(p);
+	if (!c->paths[c->n_paths])
+		return -ENOMEM;
+	c->n_paths++;
+	return 0;
+}
+
+static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+	if (!*v || *end || n < lo || n > hi)
+		return -EINVAL;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+/* "file:PATH[,PATH...][,k=v...]": a token is an option when it is KEY=VALUE with a
+ * known key, a path otherwise (path=P names one explicitly, e.g. a path with '='). */
+static int file_kv(void *arg, const char *k, const char *v)
+{
+	struct file_cfg *c = arg;
+	int rc = 0;
+	if (!strcmp(k, "path")) {
+		return add_path(c, v);
+	} else if (!strcmp(k, "lba")) {
+		uint32_t n = 0;
+		rc = parse_u32(v, 512, 4096, &n);
+		if (!rc && n != 512 && n != 4096)
+			rc = -EINVAL;
+		c->lba = n;
+	} else if (!strcmp(k, "direct")) {
+		if (!strcmp(v, "1"))
+			c->direct = 1;
+		else if (!strcmp(v, "0"))
+			c->direct = 0;
+		else
+			rc = -EINVAL;
+	} else if (!strcmp(k, "size")) {
+		rc = bam_parse_size(v, &c->size);
+		if (!rc && c->size == 0)
+			rc = -EINVAL;
+	} else if (!strcmp(k, "workers")) {
+		rc = parse_u32(v, 1, 256, &c->workers);
+	} else if (!strcmp(k, "qd")) {
+		rc = parse_u32(v, 1, 4096, &c->qd);
+	} else if (!strcmp(k, "stage")) {
+		if (!strcmp(v, "1"))
+			c->stage = 1;
+		else if (!strcmp(v, "0"))
+			c->stage = 0;
+		else
+			rc = -EINVAL;
+	} else if (!*v) {
+		return add_path(c, k); /* a bare token: a path */
+	} else if (strchr(k, '/')) {
+		char p[4096];
+		snprintf(p, sizeof(p), "%s=%s", k, v); /* a path with '=' after a '/' */
+		return add_path(c, p);
+	} else {
+		snprintf(c->bad, sizeof(c->bad), "unknown key '%s' (keys: path, lba, direct, size, workers, qd, stage; other tokens are paths)", k);
+		return -EINVAL;
+	}
+	if (rc && !c->bad[0])
+		snprintf(c->bad, sizeof(c->bad), "bad value '%s' for key '%s'", v, k);
+	return rc;
+}
+
+/* ---- opening the files --------------------------------------------------------- */
+
+/* Direct-I/O alignment the kernel reports for fd (statx STATX_DIOALIGN, Linux 6.1),
+ * else the logical block size of a block device, else 512. */
+static uint32_t dio_alignment(int fd, const struct stat *st)
+{
+	uint32_t a = 0;
+	struct statx sx;
+	memset(&sx, 0, sizeof(sx));
+	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) && (sx.stx_mask & STATX_DIOALIGN) &&
+	    sx.stx_dio_offset_align) {
+		a = sx.stx_dio_offset_align;
+		if (sx.stx_dio_mem_align > a)
+			a = sx.stx_dio_mem_align;
+	}
+	if (!a && S_ISBLK(st->st_mode)) {
+		int lbs = 0;
+		if (!ioctl(fd, BLKSSZGET, &lbs) && lbs > 0)
+			a = (uint32_t)lbs;
+	}
+	return a ? a : 512;
+}
+
+struct open_notes {
+	const char *nodirect_path;  /* first file that fell back to buffered I/O */
+	char nodirect_why[128];
+	uint32_t nodirect;
+};
+
+static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, char *err, size_t errlen)
+{
+	struct file_ctrl *fc = &fb->c[i];
+	const struct file_cfg *cfg = &fb->cfg;
+	const char *path = cfg->paths[i];
+	fc->path = path;
+	fc->fd = fc->fd_buf = -1;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && cfg->size)
+		fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+	if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fc->rdonly = fd >= 0;
+	}
+	if (fd < 0 && errno == EISDIR) {
+		snprintf(err, errlen, "file: %s is a directory", path);
+		return -EINVAL;
+	}
+	if (fd < 0) {
+		int rc = -errno;
+		snprintf(err, errlen, "file: %s: %s%s", path, strerror(errno),
+			 rc == -ENOENT ? " (give size= to create it)" : "");
+		return rc;
+	}
+	fc->fd_buf = fd;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int rc = -errno;
+		snprintf(err, errlen, "file: %s: fstat: %s", path, strerror(errno));
+		return rc;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "file: %s is a directory", path);
+		return -EINVAL;
+	}
+	uint64_t have = 0; /* bytes the file or device holds now (0 = unknown) */
+	uint32_t lbs = 0;
+	fc->blkdev = S_ISBLK(st.st_mode);
+	if (fc->blkdev) {
+		int s = 0;
+		if (ioctl(fd, BLKGETSIZE64, &have) || ioctl(fd, BLKSSZGET, &s)) {
+			int rc = -errno;
+			snprintf(err, errlen, "file: %s: block device size: %s", path, strerror(errno));
+			return rc;
+		}
+		lbs = (uint32_t)s;
+	} else if (S_ISREG(st.st_mode)) {
+		have = (uint64_t)st.st_size;
+	}
+	fc->dio_align = dio_alignment(fd, &st);
+
+	/* LBA size: as asked; else a block device's logical block size; else 512, or
+	 * the direct-I/O alignment when that is larger (4 KiB-sector disks) */
+	uint32_t lba = cfg->lba;
+	if (!lba) {
+		uint32_t want = lbs ? lbs : (cfg->direct ? fc->dio_align : 512);
+		lba = want <= 512 ? 512 : 4096;
+		if (want > 4096) {
+			snprintf(err, errlen, "file: %s: logical block size %u: only 512 and 4096 are supported", path, want);
+			return -EINVAL;
+		}
+	}
+	if (lbs > lba) {
+		snprintf(err, errlen, "file: %s: lba=%u is below the device's logical block size %u", path, lba, lbs);
+		return -EINVAL;
+	}
+	fc->e.lba_shift = lba == 4096 ? 12 : 9;
+
+	/* namespace size: size= (the file grows to it), else what the file holds */
+	uint64_t ns = cfg->size ? cfg->size : have - have % lba;
+	if (cfg->size && cfg->size % lba) {
+		snprintf(err, errlen, "file: size %llu is not a multiple of the LBA size %u", (unsigned long long)cfg->size, lba);
+		return -EINVAL;
+	}
+	if (ns == 0) {
+		snprintf(err, errlen, "file: %s holds less than one LBA (%u bytes): give size= to size it", path, lba);
+		return -EINVAL;
+	}
+	if (fc->blkdev && ns > have) {
+		snprintf(err, errlen, "file: %s: size %llu exceeds the device's %llu bytes", path, (unsigned long long)ns,
+			 (unsigned long long)have);
+		return -EINVAL;
+	}
+	if (S_ISREG(st.st_mode) && have < ns) {
+		if (fc->rdonly) {
+			snprintf(err, errlen, "file: %s is read-only and shorter (%llu bytes) than size=%llu", path,
+				 (unsigned long long)have, (unsigned long long)ns);
+			return -EINVAL;
+		}
+		/* grow: the new blocks read as zeros. Files the kernel cannot resize
+		 * (procfs, sysfs: EINVAL) are used as they are. */
+		if (ftruncate(fd, (off_t)ns) && errno != EINVAL) {
+			int rc = -errno;
+			snprintf(err, errlen, "file: cannot size %s to %llu bytes: %s", path, (unsigned long long)ns, strerror(errno));
+			return rc;
+		}
+	}
+	fc->ns_bytes = ns;
+	fc->e.nlba = ns >> fc->e.lba_shift;
+
+	/* direct I/O: a second descriptor with O_DIRECT; the buffered one stays for the
+	 * provisioning path (unaligned offsets). The kernel keeps the two coherent: a
+	 * direct read first writes back dirty cached pages of its range. */
+	fc->fd = fd;
+	if (cfg->direct) {
+		const char *why = NULL;
+		int dfd = -1;
+		if (fc->dio_align > lba) {
+			why = "its direct-I/O alignment exceeds lba=";
+		} else {
+			dfd = open(path, (fc->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_DIRECT);
+			if (dfd < 0) {
+				why = strerror(errno);
+			} else {
+				/* some file systems accept O_DIRECT at open and refuse the I/O */
+				void *probe = NULL;
+				if (!posix_memalign(&probe, 4096, 4096)) {
+					if (pread(dfd, probe, lba, 0) < 0 && errno == EINVAL)
+						why = "EINVAL on a direct read";
+					free(probe);
+				}
+				if (why) {
+					close(dfd);
+					dfd = -1;
+				}
+			}
+		}
+		if (dfd >= 0) {
+			fc->fd = dfd;
+			fc->direct = 1;
+		} else {
+			if (!notes->nodirect++) {
+				notes->nodirect_path = path;
+				snprintf(notes->nodirect_why, sizeof(notes->nodirect_why), "%s%s", why,
+					 fc->dio_align > lba ? (lba == 512 ? "512" : "4096") : "");
+			}
+		}
+	}
+	if (fc->rdonly && !fb->ctx->opts.quiet)
+		fprintf(stderr, "bam: file: %s opened read-only: writes complete with Access Denied\n", path);
+
+	fc->e.q = calloc(FILE_MAX_QUEUES + 1, sizeof(struct emu_queue));
+	fc->qinfl = calloc(FILE_MAX_QUEUES + 1, sizeof(uint32_t));
+	/* doorbells: pinned, GPU-mapped host memory on the GPU target, so that GPU
+	 * threads store to them and the service threads here poll them */
+	fc->e.db = bam_mem_alloc(fb->ctx, BAM_MEM_HOST_PINNED, 2 * (FILE_MAX_QUEUES + 1) * sizeof(uint32_t));
+	fc->e.index = i;
+	if (!fc->e.q || !fc->qinfl || !fc->e.db)
+		return -ENOMEM;
+	return 0;
+}
+
+static void file_close(void *priv);
+
+static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
+{
+	struct file_be *fb = calloc(1, sizeof(*fb));
+	if (!fb)
+		return -ENOMEM;
+	fb->ctx = ctx;
+	fb->cfg.direct = 1;
+	int rc = bam_kv_parse(args, file_kv, &fb->cfg);
+	if (!rc && !fb->cfg.n_paths) {
+		snprintf(fb->cfg.bad, sizeof(fb->cfg.bad), "no file named (file:PATH[,PATH...][,key=value...])");
+		rc = -EINVAL;
+	}
+	if (!rc && ctx->opts.qpairs > FILE_MAX_QUEUES) {
+		snprintf(fb->cfg.bad, sizeof(fb->cfg.bad), "%u queue pairs: at most %u", ctx->opts.qpairs, FILE_MAX_QUEUES);
+		rc = -EINVAL;
+	}
+	if (rc) {
+		snprintf(err, errlen, "file: %s", fb->cfg.bad[0] ? fb->cfg.bad : "malformed options");
+		file_close(fb);
+		return rc;
+	}
+	/* io_uring may be disabled (kernel.io_uring_disabled, seccomp): say so here,
+	 * not as a failure to start */
+	struct io_uring probe;
+	if ((rc = io_uring_queue_init(2, &probe, 0))) {
+		snprintf(err, errlen, "file: io_uring unavailable: %s", strerror(-rc));
+		file_close(fb);
+		return rc == -ENOMEM ? -ENOMEM : -ENODEV;
+	}
+	io_uring_queue_exit(&probe);
+	if (!fb->cfg.workers)
+		fb->cfg.workers = ctx->opts.ctrl_workers ? ctx->opts.ctrl_workers : FILE_DEFAULT_WORKERS;
+	if (!fb->cfg.qd)
+		fb->cfg.qd = FILE_DEFAULT_QD;
+	fb->staged = ctx->target == BAM_TARGET_GPU || fb->cfg.stage;
+	fb->n = fb->cfg.n_paths;
+	fb->c = calloc(fb->n, sizeof(*fb->c));
+	if (!fb->c) {
+		file_close(fb);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < fb->n; i++)
+		fb->c[i].fd = fb->c[i].fd_buf = -1;
+	struct open_notes notes;
+	memset(&notes, 0, sizeof(notes));
+	for (uint32_t i = 0; i < fb->n; i++) {
+		if ((rc = open_one(fb, i, &notes, err, errlen))) {
+			if (rc == -ENOMEM && !err[0])
+				snprintf(err, errlen, "file: out of memory");
+			file_close(fb);
+			return rc;
+		}
+	}
+	if (notes.nodirect && !ctx->opts.quiet)
+		fprintf(stderr, "bam: file: direct I/O refused for %s (%s)%s: buffered I/O through the page cache\n",
+			notes.nodirect_path, notes.nodirect_why, notes.nodirect > 1 ? " and other files" : "");
+
+	int n = snprintf(fb->desc, sizeof(fb->desc), "file:");
+	for (uint32_t i = 0; i < fb->n && n < (int)sizeof(fb->desc); i++)
+		n += snprintf(fb->desc + n, sizeof(fb->desc) - (size_t)n, "%s,", fb->c[i].path);
+	if (n < (int)sizeof(fb->desc))
+		snprintf(fb->desc + n, sizeof(fb->desc) - (size_t)n, "lba=%u,size=%llu,direct=%s,workers=%u,qd=%u%s",
+			 1u << fb->c[0].e.lba_shift, (unsigned long long)fb->c[0].ns_bytes,
+			 notes.nodirect == 0 ? (fb->cfg.direct ? "1" : "0") : (notes.nodirect == fb->n ? "0" : "mixed"),
+			 fb->cfg.workers, fb->cfg.qd, fb->cfg.stage ? ",stage=1" : "");
+	*priv = fb;
+	*n_ctrl = fb->n;
+	return 0;
+}
+
+/* ---- admin (synchronous, as emu_admin) ------------------------------------------- */
+
+static int file_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *data, struct nvme_cqe *cqe)
+{
+	struct file_be *fb = priv;
+	struct file_ctrl *fc = &fb->c[ci];
+	struct emu_ctrl *h = &fc->e;
+	uint16_t st = 0;
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->cid = s->cid;
+	switch (s->opc) {
+	case NVME_ADMIN_IDENTIFY: {
+		uint8_t cns = s->cdw10 & 0xff;
+		if (!data) {
+			st = ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		} else if (cns == NVME_IDENTIFY_CNS_CTRL) {
+			struct nvme_id_ctrl *id = data;
+			memset(id, 0, sizeof(*id));
+			id->vid = 0xbaba;
+			char sn[21];
+			snprintf(sn, sizeof(sn), "BAMFILE%04u", ci);
+			memset(id->sn, ' ', sizeof(id->sn));
+			memcpy(id->sn, sn, strlen(sn));
+			/* model: the file's name, as an SSD's MN names the device */
+			const char *base = strrchr(fc->path, '/');
+			base = base && base[1] ? base + 1 : fc->path;
+			char mn[64];
+			snprintf(mn, sizeof(mn), "%s %s", fc->blkdev ? "bam block" : "bam file", base);
+			memset(id->mn, ' ', sizeof(id->mn));
+			size_t l = strlen(mn);
+			memcpy(id->mn, mn, l > sizeof(id->mn) ? sizeof(id->mn) : l);
+			memcpy(id->fr, "0.1     ", 8);
+			id->mdts = FILE_MDTS;
+			id->ver = NVME_VS(2, 0, 0);
+			id->sqes = 0x66;
+			id->cqes = 0x44;
+			id->maxcmd = 0xffff;
+			id->nn = 1;
+		} else if (cns == NVME_IDENTIFY_CNS_NS) {
+			if (s->nsid != 1) {
+				st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
+				break;
+			}
+			struct nvme_id_ns *id = data;
+			memset(id, 0, sizeof(*id));
+			id->nsze = id->ncap = id->nuse = h->nlba;
+			id->nlbaf = 0;
+			id->flbas = 0;
+			id->lbaf[0].lbads = (uint8_t)h->lba_shift;
+		} else {
+			st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+		}
+		break;
+	}
+	case NVME_ADMIN_CREATE_CQ:
+	case NVME_ADMIN_CREATE_SQ: {
+		uint32_t qid = s->cdw10 & 0xffff, qsize = (s->cdw10 >> 16) + 1;
+		if (qid == 0 || qid > FILE_MAX_QUEUES) {
+			st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
+			break;
+		}
+		if (qsize < 2 || qsize > 65536) {
+			st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
+			break;
+		}
+		if (!(s->cdw11 & 1u) || !s->prp1 || (s->prp1 & (NVME_PAGE_SIZE - 1))) {
+			st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+			break;
+		}
+		struct emu_queue *q = &h->q[qid];
+		if (s->opc == NVME_ADMIN_CREATE_CQ) {
+			q->cq = (struct nvme_cqe *)(uintptr_t)s->prp1;
+			q->depth = qsize;
+			q->cq_tail = 0;
+			q->phase = 1;
+		} else {
+			uint32_t cqid = s->cdw11 >> 16;
+			if (cqid != qid || !q->cq) {
+				st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_CQ_INVALID);
+				break;
+			}
+			if (qsize != q->depth) {
+				st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
+				break;
+			}
+			q->sq = (struct nvme_sqe *)(uintptr_t)s->prp1;
+			q->sq_head = 0;
+			q->sqid = qid;
+			q->created = 1;
+			if (qid > h->nq)
+				h->nq = qid;
+		}
+		break;
+	}
+	case NVME_ADMIN_DELETE_SQ:
+	case NVME_ADMIN_DELETE_CQ: {
+		uint32_t qid = s->cdw10 & 0xffff;
+		if (qid == 0 || qid > FILE_MAX_QUEUES || !h->q[qid].cq) {
+			st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
+			break;
+		}
+		h->q[qid].created = 0;
+		if (s->opc == NVME_ADMIN_DELETE_CQ)
+			h->q[qid].cq = NULL;
+		break;
+	}
+	default:
+		st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
+	}
+	cqe->status = st;
+	return 0;
+}
+
+static uint32_t *file_doorbell(void *priv, uint32_t ci, uint32_t qid, int cq)
+{
+	struct file_be *fb = priv;
+	return &fb->c[ci].e.db[2 * qid + (cq ? 1 : 0)];
+}
+
+/* ---- data movement ------------------------------------------------------------------ */
+
+/*
+ * Staged path: the PRP list lives in target memory (GPU memory on the GPU target),
+ * which emu_prp_next cannot read from the host. Copy the list pages it will walk
+ * into host pages 'm', at the same offsets, rewrite each chain entry (Base 4.3.1:
+ * the last entry of a full list page points to the next page) to the host copy of
+ * the next page, and point s->prp2 at the copy. Data entries stay target addresses.
+ * Malformed pointers are left for emu_prp_next to report (PRP Offset Invalid).
+ * Returns 0 or an NVMe status.
+ */
+static uint16_t prp_mirror(struct bam_ctx *ctx, struct nvme_sqe *s, uint32_t bytes, uint64_t *m)
+{
+	const uint64_t pmask = NVME_PAGE_SIZE - 1;
+	const uint32_t first = NVME_PAGE_SIZE - (uint32_t)(s->prp1 & pmask);
+	if (bytes <= first || bytes - first <= NVME_PAGE_SIZE)
+		return 0; /* PRP2 unused or the second data page: no list */
+	uint32_t need = (bytes - first + NVME_PAGE_SIZE - 1) / NVME_PAGE_SIZE; /* data entries left */
+	uint64_t src = s->prp2, host_first = 0;
+	uint64_t *chain = NULL;
+	if ((src & 7u) || !src)
+		return 0;
+	for (uint32_t p = 0;; p++) {
+		if (p == FILE_PRP_PAGES)
+			return ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		uint32_t off = (uint32_t)(src & pmask);
+		uint32_t room = (NVME_PAGE_SIZE - off) / 8; /* entries up to the end of this page */
+		uint32_t take = need <= room ? need : room;
+		uint64_t *h = m + (size_t)p * (NVME_PAGE_SIZE / 8) + off / 8;
+		if (bam_mem_copy(ctx, h, (const void *)(uintptr_t)src, (uint64_t)take * 8))
+			return ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		if (chain)
+			*chain = (uint64_t)(uintptr_t)h;
+		else
+			host_first = (uint64_t)(uintptr_t)h;
+		if (need <= room)
+			break; /* the rest of the list is data entries in this page */
+		need -= room - 1; /* room - 1 data entries, then the chain entry */
+		chain = &h[room - 1];
+		src = *chain;
+		if ((src & 7u) || !src)
+			break;
+	}
+	s->prp2 = host_first;
+	return 0;
+}
+
+/* PRP segments of the command, neighbours merged (a cache line's pages are one
+ * buffer, so most commands become one segment). Returns 0 or an NVMe status. */
+static uint16_t prp_segments(struct file_slot *sl, const struct nvme_sqe *s)
+{
+	struct emu_prp_iter it;
+	uint64_t addr;
+	uint32_t len;
+	int r;
+	sl->nseg = 0;
+	emu_prp_begin(&it, s, sl->bytes);
+	while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+		struct file_seg *last = sl->nseg ? &sl->seg[sl->nseg - 1] : NULL;
+		if (last && last->addr + last->len == addr) {
+			last->len += len;
+			continue;
+		}
+		if (sl->nseg == FILE_MAX_SEGS)
+			return ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		sl->seg[sl->nseg].addr = addr;
+		sl->seg[sl->nseg].len = len;
+		sl->nseg++;
+	}
+	return r < 0 ? (uint16_t)-r : 0;
+}
+
+/* Move data between the slot's stage and the PRP segments: to the stage before a
+ * write (to_stage), from it after a read. bam_mem_copy is a plain copy on the CPU
+ * target and a copy on the library's non-blocking stream on the GPU target. */
+static uint16_t stage_copy(struct bam_ctx *ctx, struct file_slot *sl, int to_stage)
+{
+	uint64_t o = 0;
+	for (uint32_t i = 0; i < sl->nseg; i++) {
+		void *t = (void *)(uintptr_t)sl->seg[i].addr;
+		int rc = to_stage ? bam_mem_copy(ctx, sl->stage + o, t, sl->seg[i].len)
+				  : bam_mem_copy(ctx, t, sl->stage + o, sl->seg[i].len);
+		if (rc)
+			return ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		o += sl->seg[i].len;
+	}
+	return 0;
+}
+
+static int segs_dio_aligned(const struct file_slot *sl, uint32_t a)
+{
+	for (uint32_t i = 0; i < sl->nseg; i++)
+		if ((sl->seg[i].addr | sl->seg[i].len) & (a - 1))
+			return 0;
+	return 1;
+}
+
+/* Queue the (rest of the) slot's I/O on the ring; submitted in a batch later.
+ * Returns 0, or Internal Error when the ring has no free entry. */
+static uint16_t submit_io(struct file_worker *wk, struct file_slot *sl)
+{
+	struct io_uring_sqe *u = io_uring_get_sqe(&wk->ring);
+	if (!u) {
+		/* not expected (ring entries >= slots): flush the ring and retry once */
+		io_uring_submit(&wk->ring);
+		u = io_uring_get_sqe(&wk->ring);
+		if (!u)
+			return ST(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+	}
+	int fd = wk->fc->fd;
+	if (sl->sqe.opc == NVME_CMD_FLUSH) {
+		io_uring_prep_fsync(u, fd, IORING_FSYNC_DATASYNC);
+	} else {
+		const struct iovec *v = &sl->iov[sl->iov_first];
+		uint32_t n = sl->niov - sl->iov_first;
+		uint64_t off = sl->off + sl->done;
+		if (sl->sqe.opc == NVME_CMD_READ) {
+			if (n == 1)
+				io_uring_prep_read(u, fd, v->iov_base, (unsigned)v->iov_len, off);
+			else
+				io_uring_prep_readv(u, fd, v, n, off);
+		} else {
+			if (n == 1)
+				io_uring_prep_write(u, fd, v->iov_base, (unsigned)v->iov_len, off);
+			else
+				io_uring_prep_writev(u, fd, v, n, off);
+		}
+	}
+	io_uring_sqe_set_data64(u, (uint64_t)(sl - wk->slots));
+	return 0;
+}
+
+/* Set a fetched command going. Returns 0 (I/O queued) or the status to post now. */
+static uint16_t start_cmd(struct file_worker *wk, struct file_slot *sl)
+{
+	struct file_ctrl *fc = wk->fc;
+	struct nvme_sqe s = sl->sqe;
+	uint32_t bytes = 0;
+	uint16_t st = emu_validate(&fc->e, &s, &bytes);
+	if (st)
+		return st;
+	sl->bytes = bytes;
+	sl->done = 0;
+	sl->retries = 0;
+	sl->bounce = 0;
+	sl->nseg = sl->niov = sl->iov_first = 0;
+	if (s.opc == NVME_CMD_FLUSH)
+		return submit_io(wk, sl);
+	if (s.opc == NVME_CMD_WRITE && fc->rdonly)
+		return ST(NVME_SCT_MEDIA, NVME_SC_ACCESS_DENIED);
+	sl->off = nvme_sqe_slba(&s) << fc->e.lba_shift;
+	if (wk->fb->staged && (st = prp_mirror(wk->fb->ctx, &s, bytes, sl->prp)))
+		return st;
+	if ((st = prp_segments(sl, &s)))
+		return st;
+	/* O_DIRECT wants aligned buffers and lengths; the core's are page aligned, but a
+	 * PRP1 may carry any dword offset: bounce those */
+	sl->bounce = wk->fb->staged || (fc->direct && !segs_dio_aligned(sl, fc->dio_align));
+	if (sl->bounce) {
+		if (s.opc == NVME_CMD_WRITE && (st = stage_copy(wk->fb->ctx, sl, 1)))
+			return st;
+		sl->iov[0].iov_base = sl->stage;
+		sl->iov[0].iov_len = bytes;
+		sl->niov = 1;
+	} else {
+		for (uint32_t i = 0; i < sl->nseg; i++) {
+			sl->iov[i].iov_base = (void *)(uintptr_t)sl->seg[i].addr;
+			sl->iov[i].iov_len = sl->seg[i].len;
+		}
+		sl->niov = sl->nseg;
+	}
+	return submit_io(wk, sl);
+}
+
+/* Post the command's CQE and free its slot. */
+static void finish_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st)
+{
+	struct file_ctrl *fc = wk->fc;
+	if (!st && sl->bounce && sl->sqe.opc == NVME_CMD_READ)
+		st = stage_copy(wk->fb->ctx, sl, 0); /* the data is in place before the CQE */
+	if (st) fprintf(stderr, "DBG st=%x opc=%u slba=%llu nlb=%u bytes=%u done=%u bounce=%d nseg=%u\n", st, sl->sqe.opc, (unsigned long long)nvme_sqe_slba(&sl->sqe), nvme_sqe_nlb(&sl->sqe), sl->bytes, sl->done, sl->bounce, sl->nseg);
+	emu_count(&fc->e, &sl->sqe, st ? 0 : sl->bytes, st);
+	emu_post_cqe(sl->q, sl->sqe.cid, st);
+	fc->qinfl[sl->qid]--;
+	wk->free_slots[wk->nfree++] = (uint32_t)(sl - wk->slots);
+}
+
+/* An io_uring completion for slot sl with result 'res' (bytes or -errno). */
+static void io_done(struct file_worker *wk, struct file_slot *sl, int res)
+{
+	const uint8_t opc = sl->sqe.opc;
+	uint16_t st;
+	if ((res == -EAGAIN || res == -EINTR) && sl->retries++ < FILE_MAX_RETRIES) {
+		if ((st = submit_io(wk, sl)))
+			finish_cmd(wk, sl, st);
+		return;
+	}
+	if (res < 0) {
+		finish_cmd(wk, sl, bam_file_errno_status(opc, -res));
+		return;
+	}
+	if (opc == NVME_CMD_FLUSH) {
+		finish_cmd(wk, sl, 0);
+		return;
+	}
+	uint32_t got = (uint32_t)res > sl->bytes - sl->done ? sl->bytes - sl->done : (uint32_t)res;
+	sl->done += got;
+	if (sl->done == sl->bytes) {
+		finish_cmd(wk, sl, 0);
+		return;
+	}
+	if (got == 0) {
+		if (opc == NVME_CMD_WRITE) {
+			finish_cmd(wk, sl, bam_file_errno_status(opc, EIO)); /* no progress */
+			return;
+		}
+		/* end of file inside the namespace (the file shrank under us): the
+		 * namespace reads zeros there, as the file's own holes do */
+		uint32_t o = sl->done;
+		if (sl->bounce) {
+			memset(sl->stage + o, 0, sl->bytes - o);
+		} else {
+			for (uint32_t i = sl->iov_first; i < sl->niov; i++)
+				memset(sl->iov[i].iov_base, 0, sl->iov[i].iov_len);
+		}
+		finish_cmd(wk, sl, 0);
+		return;
+	}
+	/* short transfer: go on with the rest */
+	while (got) {
+		struct iovec *v = &sl->iov[sl->iov_first];
+		if (got >= v->iov_len) {
+			got -= (uint32_t)v->iov_len;
+			sl->iov_first++;
+		} else {
+			v->iov_base = (uint8_t *)v->iov_base + got;
+			v->iov_len -= got;
+			got = 0;
+		}
+	}
+	if ((st = submit_io(wk, sl)))
+		finish_cmd(wk, sl, st);
+}
+
+/* ---- service threads ---------------------------------------------------------------- */
+
+/* Free CQ entries (head as written to the CQ head doorbell, Base 4.1), or 0 for a
+ * doorbell value out of range. */
+static uint32_t cq_room(const struct file_ctrl *fc, const struct emu_queue *q, uint32_t qid)
+{
+	uint32_t head = bam_load_acquire_sys_u32(&fc->e.db[2 * qid + 1]);
+	if (head >= q->depth)
+		return 0;
+	return (head + q->depth - q->cq_tail - 1) % q->depth;
+}
+
+/* Fetch SQEs from the worker's queues into free slots, round robin over the
+ * queues. Returns the number fetched. */
+static uint32_t fetch(struct file_worker *wk)
+{
+	struct file_ctrl *fc = wk->fc;
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < wk->nq_owned && wk->nfree; k++) {
+		uint32_t idx = (wk->next_q + k) % wk->nq_owned;
+		uint32_t qid = 1 + wk->w + idx * wk->nw;
+		struct emu_queue *q = &fc->e.q[qid];
+		if (!q->created)
+			continue;
+		/* doorbell value written by the submitters with release: the SQEs before
+		 * it are visible after this acquire */
+		uint32_t tail = bam_load_acquire_sys_u32(&fc->e.db[2 * qid]);
+		if (tail >= q->depth)
+			continue; /* invalid doorbell write: ignored (Base 4.1: an error) */
+		while (q->sq_head != tail && wk->nfree) {
+			/* every command in service will post one CQE: fetch only while the
+			 * CQ has room for all of them (a conforming host never fills it) */
+			if (cq_room(fc, q, qid) <= fc->qinfl[qid])
+				break;
+			struct file_slot *sl = &wk->slots[wk->free_slots[--wk->nfree]];
+			sl->sqe = q->sq[q->sq_head];
+			q->sq_head = q->sq_head + 1 == q->depth ? 0 : q->sq_head + 1;
+			sl->q = q;
+			sl->qid = qid;
+			fc->qinfl[qid]++;
+			uint16_t st = start_cmd(wk, sl);
+			if (st)
+				finish_cmd(wk, sl, st);
+			n++;
+		}
+	}
+	if (wk->nq_owned)
+		wk->next_q = (wk->next_q + 1) % wk->nq_owned;
+	return n;
+}
+
+static uint32_t reap(struct file_worker *wk)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	io_uring_for_each_cqe(&wk->ring, head, cqe) {
+		n++;
+		uint64_t id = io_uring_cqe_get_data64(cqe);
+		if (id < wk->nslots)
+			io_done(wk, &wk->slots[id], cqe->res);
+		/* else: liburing's internal timeout entry (LIBURING_UDATA_TIMEOUT) */
+	}
+	io_uring_cq_advance(&wk->ring, n);
+	return n;
+}
+
+/* At stop: let the I/O in the kernel finish (bounded), without posting CQEs: the
+ * buffers it targets must not be freed under it. */
+static void drain(struct file_worker *wk)
+{
+	uint64_t deadline = bam_time_ns() + 10000000000ull;
+	io_uring_submit(&wk->ring);
+	while (wk->nfree < wk->nslots && bam_time_ns() < deadline) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
+		io_uring_wait_cqe_timeout(&wk->ring, &cqe, &ts);
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(&wk->ring, head, cqe) {
+			n++;
+			uint64_t id = io_uring_cqe_get_data64(cqe);
+			if (id < wk->nslots)
+				wk->free_slots[wk->nfree++] = (uint32_t)id;
+		}
+		io_uring_cq_advance(&wk->ring, n);
+	}
+	if (wk->nfree < wk->nslots) {
+		wk->leak = 1;
+		fprintf(stderr, "bam: file: %s: %u I/Os still in the kernel after 10 s at stop\n", wk->fc->path,
+			wk->nslots - wk->nfree);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct file_worker *wk = arg;
+	struct file_be *fb = wk->fb;
+	uint32_t idle = 0;
+	while (!bam_load_acquire_gpu_u32(&fb->stop)) {
+		uint32_t did = fetch(wk);
+		if (io_uring_sq_ready(&wk->ring))
+			io_uring_submit(&wk->ring); /* one system call for the batch */
+		did += reap(wk);
+		if (did) {
+			idle = 0;
+			continue;
+		}
+		idle++;
+		if (wk->nfree == 0 || (wk->nfree < wk->nslots && idle > 64)) {
+			/* I/O in flight and nothing new: sleep in the kernel until a
+			 * completion, bounded so the doorbells and stop are polled */
+			struct io_uring_cqe *cqe;
+			struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = wk->nfree ? 20000 : 1000000};
+			io_uring_wait_cqe_timeout(&wk->ring, &cqe, &ts);
+		} else if (wk->nfree == wk->nslots && idle > 64) {
+			usleep(idle > 4096 ? 200 : 20); /* idle controller: do not burn a core */
+		} else {
+			bam_spin_pause(idle);
+		}
+	}
+	drain(wk);
+	return NULL;
+}
+
+static void worker_free(struct file_be *fb, struct file_worker *wk)
+{
+	if (wk->ring_ok)
+		io_uring_queue_exit(&wk->ring);
+	wk->ring_ok = 0;
+	if (!wk->leak) {
+		if (fb->ctx->target == BAM_TARGET_GPU)
+			bam_mem_free(fb->ctx, BAM_MEM_HOST_PINNED, wk->stage);
+		else
+			free(wk->stage);
+		free(wk->prp);
+	}
+	wk->stage = NULL;
+	wk->prp = NULL;
+	free(wk->slots);
+	free(wk->free_slots);
+	wk->slots = NULL;
+	wk->free_slots = NULL;
+}
+
+static int worker_init(struct file_be *fb, struct file_worker *wk)
+{
+	uint32_t ns = fb->cfg.qd;
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	/* fewer interrupts of the thread for task work: completions are reaped here */
+	p.flags = IORING_SETUP_COOP_TASKRUN;
+	int rc = io_uring_queue_init_params(ns, &wk->ring, &p);
+	if (rc == -EINVAL)
+		rc = io_uring_queue_init(ns, &wk->ring, 0); /* kernel before 5.19 */
+	if (rc)
+		return rc;
+	wk->ring_ok = 1;
+	wk->nslots = ns;
+	wk->slots = calloc(ns, sizeof(*wk->slots));
+	wk->free_slots = calloc(ns, sizeof(uint32_t));
+	if (posix_memalign((void **)&wk->prp, 4096, (size_t)ns * FILE_PRP_PAGES * NVME_PAGE_SIZE))
+		wk->prp = NULL;
+	uint64_t stage_bytes = (uint64_t)ns * FILE_MAX_XFER;
+	if (fb->ctx->target == BAM_TARGET_GPU) {
+		/* pinned: the kernel reads and writes it (direct I/O too), the copy
+		 * engine moves it to and from GPU memory */
+		wk->stage = bam_mem_alloc(fb->ctx, BAM_MEM_HOST_PINNED, stage_bytes);
+	} else if (posix_memalign((void **)&wk->stage, 4096, stage_bytes)) {
+		/* untouched pages of it cost nothing: only bounced commands use it */
+		wk->stage = NULL;
+	}
+	if (!wk->slots || !wk->free_slots || !wk->prp || !wk->stage)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ns; i++) {
+		wk->slots[i].stage = wk->stage + (uint64_t)i * FILE_MAX_XFER;
+		wk->slots[i].prp = wk->prp + (size_t)i * FILE_PRP_PAGES * (NVME_PAGE_SIZE / 8);
+		wk->free_slots[i] = ns - 1 - i;
+	}
+	wk->nfree = ns;
+	return 0;
+}
+
+static void file_stop(void *priv);
+
+static int file_start(void *priv)
+{
+	struct file_be *fb = priv;
+	uint32_t per = fb->cfg.workers;
+	for (uint32_t i = 0; i < fb->n; i++)
+		if (fb->c[i].e.nq && per > fb->c[i].e.nq)
+			per = fb->c[i].e.nq;
+	fb->w = calloc((size_t)fb->n * per, sizeof(*fb->w));
+	if (!fb->w)
+		return -ENOMEM;
+	fb->n_w = fb->n * per;
+	bam_store_release_sys_u32(&fb->stop, 0);
+	int rc = 0;
+	for (uint32_t i = 0; i < fb->n && !rc; i++) {
+		for (uint32_t w = 0; w < per; w++) {
+			struct file_worker *wk = &fb->w[i * per + w];
+			wk->fb = fb;
+			wk->fc = &fb->c[i];
+			wk->w = w;
+			wk->nw = per;
+			uint32_t nq = fb->c[i].e.nq;
+			wk->nq_owned = nq > w ? (nq - 1 - w) / per + 1 : 0;
+			if ((rc = worker_init(fb, wk))) {
+				snprintf(fb->ctx->errmsg, sizeof(fb->ctx->errmsg), "file: %s: service thread setup: %s",
+					 fb->c[i].path, strerror(-rc));
+				break;
+			}
+			if (pthread_create(&wk->th, NULL, worker_main, wk)) {
+				rc = -EAGAIN;
+				break;
+			}
+			wk->started = 1;
+		}
+	}
+	if (rc)
+		file_stop(fb);
+	return rc;
+}
+
+static void file_stop(void *priv)
+{
+	struct file_be *fb = priv;
+	bam_store_release_sys_u32(&fb->stop, 1);
+	if (!fb->w)
+		return;
+	for (uint32_t j = 0; j < fb->n_w; j++) {
+		struct file_worker *wk = &fb->w[j];
+		if (wk->started)
+			pthread_join(wk->th, NULL);
+		worker_free(fb, wk);
+	}
+	free(fb->w);
+	fb->w = NULL;
+	fb->n_w = 0;
+}
+
+/* ---- provisioning, statistics, close -------------------------------------------- */
+
+static int file_media_rw(void *priv, uint32_t ci, uint64_t off, void *buf, uint64_t len, int write)
+{
+	struct file_be *fb = priv;
+	struct file_ctrl *fc = &fb->c[ci];
+	if (off > fc->ns_bytes || len > fc->ns_bytes - off)
+		return -ERANGE;
+	uint8_t *p = buf;
+	while (len) {
+		size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+		ssize_t r = write ? pwrite(fc->fd_buf, p, chunk, (off_t)off) : pread(fc->fd_buf, p, chunk, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -EIO;
+		if (r == 0) {
+			if (write)
+				return -EIO;
+			memset(p, 0, len); /* beyond the end of the file: zeros */
+			return 0;
+		}
+		p += r;
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+	}
+	return 0;
+}
+
+static int file_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
+{
+	struct file_be *fb = priv;
+	const struct emu_counters *k = &fb->c[ci].e.cnt;
+	out->cmds = bam_load_relaxed_u64(&k->cmds);
+	out->reads = bam_load_relaxed_u64(&k->reads);
+	out->writes = bam_load_relaxed_u64(&k->writes);
+	out->flushes = bam_load_relaxed_u64(&k->flushes);
+	out->bytes_read = bam_load_relaxed_u64(&k->bytes_read);
+	out->bytes_written = bam_load_relaxed_u64(&k->bytes_written);
+	out->errors = bam_load_relaxed_u64(&k->errors);
+	out->injected = 0;
+	return 0;
+}
+
+static const char *file_desc(void *priv)
+{
+	return ((struct file_be *)priv)->desc;
+}
+
+static void file_close(void *priv)
+{
+	struct file_be *fb = priv;
+	if (!fb)
+		return;
+	file_stop(fb);
+	for (uint32_t i = 0; fb->c && i < fb->n; i++) {
+		struct file_ctrl *fc = &fb->c[i];
+		if (fc->fd >= 0 && fc->fd != fc->fd_buf)
+			close(fc->fd);
+		if (fc->fd_buf >= 0)
+			close(fc->fd_buf);
+		free(fc->e.q);
+		free(fc->qinfl);
+		bam_mem_free(fb->ctx, BAM_MEM_HOST_PINNED, fc->e.db);
+	}
+	for (uint32_t i = 0; i < fb->cfg.n_paths; i++)
+		free(fb->cfg.paths[i]);
+	free(fb->c);
+	free(fb);
+}
+
+static const struct bam_backend_ops file_ops = {
+	.name = "file",
+	.queue_mem = BAM_MEM_HOST_PINNED,
+	.open = file_open,
+	.admin = file_admin,
+	.doorbell = file_doorbell,
+	.start = file_start,
+	.stop = file_stop,
+	.media_rw = file_media_rw,
+	.stats = file_stats,
+	.desc = file_desc,
+	.close = file_close,
+};
+
+__attribute__((constructor)) static void file_register(void)
+{
+	bam_backend_register(&file_ops);
+}
