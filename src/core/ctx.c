@@ -271,7 +271,7 @@ int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct ba
 
 	enum bam_target t = ctx->opts.target;
 #ifdef BAM_HAVE_CUDA
-	int have_gpu = bam_gpu_available();
+	int have_gpu = t == BAM_TARGET_CPU ? 0 : bam_gpu_available();
 #else
 	int have_gpu = 0;
 #endif

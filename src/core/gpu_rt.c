@@ -59,9 +59,15 @@ static void *base_of(void *aligned)
 		}                                                                              \
 	} while (0)
 
+/* CUDA loads kernels lazily by default (CUDA_MODULE_LOADING=LAZY): the first launch
+ * of a kernel may then wait for the device to go idle, which never happens while the
+ * emulator's persistent worker kernel runs. Eager loading at initialisation avoids
+ * that; it must be set before the runtime initialises, so this is the first CUDA
+ * call the library makes (an application that set the variable keeps its value). */
 int bam_gpu_available(void)
 {
 	int n = 0;
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 	if (cudaGetDeviceCount(&n) != cudaSuccess)
 		return 0;
 	return n > 0;

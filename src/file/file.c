@@ -441,6 +441,7 @@ static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_
 			 fb->cfg.workers, fb->cfg.qd, fb->cfg.stage ? ",stage=1" : "");
 	*priv = fb;
 	*n_ctrl = fb->n;
+	{ extern void file_dbg_set(struct file_be *); file_dbg_set(fb); }
 	return 0;
 }
 
@@ -1134,4 +1135,30 @@ static const struct bam_backend_ops file_ops = {
 __attribute__((constructor)) static void file_register(void)
 {
 	bam_backend_register(&file_ops);
+}
+
+/* DBGTEMP */
+static struct file_be *dbg_fb;
+void file_dbg_set(struct file_be *f);
+void file_dbg_set(struct file_be *f) { dbg_fb = f; }
+void file_debug_dump(void);
+void file_debug_dump(void)
+{
+	struct file_be *fb = dbg_fb;
+	if (!fb) return;
+	for (uint32_t j = 0; j < fb->n_w; j++) {
+		struct file_worker *wk = &fb->w[j];
+		struct file_ctrl *fc = wk->fc;
+		fprintf(stderr, "DBG w%u ctrl%u nfree=%u/%u sqready=%u\n", j, fc->e.index, wk->nfree, wk->nslots, io_uring_sq_ready(&wk->ring));
+		for (uint32_t qid = 1; qid <= fc->e.nq; qid++) {
+			struct emu_queue *q = &fc->e.q[qid];
+			if ((qid - 1) % wk->nw != wk->w) continue;
+			fprintf(stderr, "DBG   q%u sq_head=%u tail_db=%u cq_tail=%u head_db=%u qinfl=%u\n", qid, q->sq_head, fc->e.db[2*qid], q->cq_tail, fc->e.db[2*qid+1], fc->qinfl[qid]);
+		}
+		for (uint32_t s = 0; s < wk->nslots; s++) {
+			int isfree = 0;
+			for (uint32_t f = 0; f < wk->nfree; f++) if (wk->free_slots[f] == s) isfree = 1;
+			if (!isfree) fprintf(stderr, "DBG   busy slot %u opc=%u q%u bytes=%u done=%u\n", s, wk->slots[s].sqe.opc, wk->slots[s].qid, wk->slots[s].bytes, wk->slots[s].done);
+		}
+	}
 }

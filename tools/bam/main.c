@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bam: one CLI, subcommands (bench, graph, bfs, cc). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cmds.h"
 
@@ -20,6 +21,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* before any CUDA call: kernels must be loaded eagerly, since a lazy load while the
+	 * emulated controller's persistent kernel runs would wait for it forever */
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
