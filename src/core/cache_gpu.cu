@@ -6,6 +6,7 @@
 #include "bam/array.h"
 
 extern "C" void bam_gpu_free(int kind, void *p);
+extern "C" void *bam_gpu_alloc(int kind, uint64_t bytes);
 
 __global__ void cache_flush_kernel(struct bam_cache_dev *c, uint64_t n, uint32_t *failures)
 {
@@ -26,9 +27,8 @@ extern "C" int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, ui
 	int rc = -EIO;
 	if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
 		return -EIO;
-	if (cudaMalloc((void **)&df, 4) != cudaSuccess)
+	if (!(df = (uint32_t *)bam_gpu_alloc(0, 4))) /* zeroed; pauses the emulator around cudaMalloc */
 		goto out;
-	cudaMemsetAsync(df, 0, 4, s);
 	cache_flush_kernel<<<(unsigned)((n_slots + 255) / 256), 256, 0, s>>>(d, n_slots, df);
 	if (cudaStreamSynchronize(s) != cudaSuccess) {
 		fprintf(stderr, "bam: flush kernel failed: %s\n", cudaGetErrorString(cudaGetLastError()));
@@ -38,7 +38,6 @@ extern "C" int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, ui
 	cudaStreamSynchronize(s);
 	rc = 0;
 out:
-	/* freed through the deferral of gpu_rt.c: the emulator kernel may be running */
 	if (df)
 		bam_gpu_free(0, df);
 	cudaStreamDestroy(s);

@@ -35,5 +35,11 @@ void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);
 void bam_gpu_free(enum bam_mem_kind kind, void *p);
 int bam_gpu_copy(void *dst, const void *src, uint64_t bytes);
 int bam_gpu_memset(void *dst, int c, uint64_t bytes);
+/* Persistent kernels register pause/resume hooks; calls that synchronise the device
+ * run between bam_gpu_pause_all() and bam_gpu_resume_all() (nestable). */
+void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *));
+void bam_gpu_pauser_remove(void *arg);
+void bam_gpu_pause_all(void);
+void bam_gpu_resume_all(void);
 
 #endif

@@ -3,9 +3,12 @@
  * GPU memory for the GPU target, through the CUDA runtime's C API.
  *
  * While emulated-controller workers run as a persistent kernel, anything that
- * synchronises the whole device would wait for them forever. cudaFree and
- * cudaFreeHost may do that, so frees are deferred until no worker kernel runs
- * (bam_gpu_workers_running); copies use a non-blocking stream of their own.
+ * synchronises the whole device would wait for them forever. Device and pinned-host
+ * allocations, frees and memsets do that implicitly (CUDA Programming Guide,
+ * "Implicit Synchronization"). So every such call here first pauses the registered
+ * persistent kernels (they keep their state in memory and simply return), makes the
+ * call, and resumes them. Copies use a non-blocking stream of their own and need no
+ * pause. Allocate while no application kernel waits for I/O.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,20 +18,78 @@
 #include <cuda_runtime_api.h>
 #include "ctx_internal.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;       /* copy stream, records */
+static pthread_mutex_t pause_lock = PTHREAD_MUTEX_INITIALIZER; /* pausing */
 static cudaStream_t copy_stream;
-static int workers_running;
-struct deferred {
-	void *p;
-	enum bam_mem_kind kind;
-	struct deferred *next;
+
+#define CUDA_TRY(call, label)                                                                  \
+	do {                                                                                   \
+		cudaError_t e_ = (call);                                                       \
+		if (e_ != cudaSuccess) {                                                       \
+			fprintf(stderr, "bam: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
+			goto label;                                                            \
+		}                                                                              \
+	} while (0)
+
+/* ---- persistent kernels to pause --------------------------------------------------- */
+
+struct pauser {
+	void *arg;
+	int (*pause)(void *arg);
+	int (*resume)(void *arg);
+	struct pauser *next;
 };
-static struct deferred *deferred;
+static struct pauser *pausers;
+static int paused_depth;
+
+void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *))
+{
+	struct pauser *p = malloc(sizeof(*p));
+	if (!p)
+		return;
+	p->arg = arg;
+	p->pause = pause;
+	p->resume = resume;
+	pthread_mutex_lock(&pause_lock);
+	p->next = pausers;
+	pausers = p;
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void bam_gpu_pauser_remove(void *arg)
+{
+	pthread_mutex_lock(&pause_lock);
+	for (struct pauser **pp = &pausers; *pp; pp = &(*pp)->next)
+		if ((*pp)->arg == arg) {
+			struct pauser *p = *pp;
+			*pp = p->next;
+			free(p);
+			break;
+		}
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void bam_gpu_pause_all(void)
+{
+	pthread_mutex_lock(&pause_lock);
+	if (paused_depth++ == 0)
+		for (struct pauser *p = pausers; p; p = p->next)
+			p->pause(p->arg);
+}
+
+void bam_gpu_resume_all(void)
+{
+	if (--paused_depth == 0)
+		for (struct pauser *p = pausers; p; p = p->next)
+			p->resume(p->arg);
+	pthread_mutex_unlock(&pause_lock);
+}
+
+/* ---- aligned device allocations ------------------------------------------------------ */
 
 /* cudaMalloc aligns to 256 bytes; queue rings, cache lines and PRP targets must be
- * page aligned (NVMe: PRP entries after the first and queue bases are 4 KiB aligned),
- * so device allocations are over-allocated and aligned here, and the original
- * pointer is remembered for cudaFree. */
+ * page aligned (NVMe: queue bases and PRP entries after the first are 4 KiB aligned),
+ * so device allocations are over-allocated and aligned, the base kept for cudaFree. */
 struct aligned_rec {
 	void *aligned, *base;
 	struct aligned_rec *next;
@@ -37,8 +98,7 @@ static struct aligned_rec *aligned_recs;
 
 static void *base_of(void *aligned)
 {
-	struct aligned_rec **pp = &aligned_recs;
-	for (; *pp; pp = &(*pp)->next) {
+	for (struct aligned_rec **pp = &aligned_recs; *pp; pp = &(*pp)->next) {
 		if ((*pp)->aligned == aligned) {
 			struct aligned_rec *r = *pp;
 			void *b = r->base;
@@ -50,20 +110,11 @@ static void *base_of(void *aligned)
 	return aligned;
 }
 
-#define CUDA_TRY(call, label)                                                                  \
-	do {                                                                                   \
-		cudaError_t e_ = (call);                                                       \
-		if (e_ != cudaSuccess) {                                                       \
-			fprintf(stderr, "bam: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
-			goto label;                                                            \
-		}                                                                              \
-	} while (0)
-
 /* CUDA loads kernels lazily by default (CUDA_MODULE_LOADING=LAZY): the first launch
  * of a kernel may then wait for the device to go idle, which never happens while the
- * emulator's persistent worker kernel runs. Eager loading at initialisation avoids
- * that; it must be set before the runtime initialises, so this is the first CUDA
- * call the library makes (an application that set the variable keeps its value). */
+ * emulator's persistent worker kernel runs. Eager loading avoids that; it must be set
+ * before the runtime initialises, so this is the first CUDA call the library makes
+ * (an application that set the variable keeps its value). */
 int bam_gpu_available(void)
 {
 	int n = 0;
@@ -83,6 +134,7 @@ static cudaStream_t stream(void)
 void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes)
 {
 	void *p = NULL;
+	bam_gpu_pause_all();
 	if (kind == BAM_MEM_DEVICE) {
 		void *base = NULL;
 		struct aligned_rec *r = malloc(sizeof(*r));
@@ -106,103 +158,64 @@ void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes)
 		CUDA_TRY(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), fail);
 		memset(p, 0, bytes);
 	}
+	bam_gpu_resume_all();
 	return p;
 fail:
+	bam_gpu_resume_all();
 	return NULL;
 }
 
-static void free_now(enum bam_mem_kind kind, void *p)
+void bam_gpu_free(enum bam_mem_kind kind, void *p)
 {
+	bam_gpu_pause_all();
 	if (kind == BAM_MEM_DEVICE) {
 		pthread_mutex_lock(&lock);
 		void *b = base_of(p);
 		pthread_mutex_unlock(&lock);
 		cudaFree(b);
-	}
-	else
+	} else {
 		cudaFreeHost(p);
-}
-
-void bam_gpu_free(enum bam_mem_kind kind, void *p)
-{
-	pthread_mutex_lock(&lock);
-	if (workers_running) {
-		struct deferred *d = malloc(sizeof(*d));
-		if (d) {
-			d->p = p;
-			d->kind = kind;
-			d->next = deferred;
-			deferred = d;
-		} /* else: leaked rather than risking a device-wide wait */
-		pthread_mutex_unlock(&lock);
-		return;
 	}
-	pthread_mutex_unlock(&lock);
-	free_now(kind, p);
-}
-
-/* Called by the emulator around its persistent kernel. */
-void bam_gpu_workers_begin(void)
-{
-	pthread_mutex_lock(&lock);
-	workers_running++;
-	pthread_mutex_unlock(&lock);
-}
-
-void bam_gpu_workers_end(void)
-{
-	pthread_mutex_lock(&lock);
-	struct deferred *d = NULL;
-	if (--workers_running == 0) {
-		d = deferred;
-		deferred = NULL;
-	}
-	pthread_mutex_unlock(&lock);
-	while (d) {
-		struct deferred *n = d->next;
-		free_now(d->kind, d->p);
-		free(d);
-		d = n;
-	}
+	bam_gpu_resume_all();
 }
 
 int bam_gpu_copy(void *dst, const void *src, uint64_t bytes)
 {
-	int rc = 0;
 	pthread_mutex_lock(&lock);
 	CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()), fail);
 	CUDA_TRY(cudaStreamSynchronize(stream()), fail);
 	pthread_mutex_unlock(&lock);
 	return 0;
 fail:
-	rc = -EIO;
 	pthread_mutex_unlock(&lock);
-	return rc;
+	return -EIO;
 }
 
 int bam_gpu_memset(void *dst, int c, uint64_t bytes)
 {
 	int rc = 0;
+	bam_gpu_pause_all();
 	pthread_mutex_lock(&lock);
-	CUDA_TRY(cudaMemsetAsync(dst, c, bytes, stream()), fail);
-	CUDA_TRY(cudaStreamSynchronize(stream()), fail);
+	if (cudaMemsetAsync(dst, c, bytes, stream()) != cudaSuccess || cudaStreamSynchronize(stream()) != cudaSuccess)
+		rc = -EIO;
 	pthread_mutex_unlock(&lock);
-	return 0;
-fail:
-	rc = -EIO;
-	pthread_mutex_unlock(&lock);
+	bam_gpu_resume_all();
 	return rc;
 }
 
 int bam_gpu_host_register(void *p, uint64_t bytes)
 {
-	CUDA_TRY(cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), fail);
-	return 0;
-fail:
-	return -EIO;
+	int rc = 0;
+	bam_gpu_pause_all();
+	if (cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess)
+		rc = -EIO;
+	bam_gpu_resume_all();
+	return rc;
 }
 
 void bam_gpu_host_unregister(void *p)
 {
+	bam_gpu_pause_all();
 	cudaHostUnregister(p);
+	bam_gpu_resume_all();
 }

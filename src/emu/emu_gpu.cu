@@ -20,8 +20,10 @@
 #include <cuda_runtime.h>
 #include "emu.h"
 
-extern "C" void bam_gpu_workers_begin(void);
-extern "C" void bam_gpu_workers_end(void);
+extern "C" void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *));
+extern "C" void bam_gpu_pauser_remove(void *arg);
+extern "C" void bam_gpu_pause_all(void);
+extern "C" void bam_gpu_resume_all(void);
 
 #define EMU_WARPS_PER_BLOCK 4
 
@@ -30,6 +32,10 @@ struct emu_gpu_run {
 	uint32_t *started;    /* pinned host: one word per block */
 	uint32_t nblocks;
 	uint32_t *stop;
+	struct emu_ctrl **dctrls;
+	uint32_t *dnq;
+	uint32_t n_ctrl, warps_per_ctrl;
+	int running;
 };
 
 __device__ static inline void warp_copy(uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t lane)
@@ -227,15 +233,66 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 	}
 }
 
+static int launch_and_wait(struct emu_gpu_run *r)
+{
+	memset(r->started, 0, r->nblocks * sizeof(uint32_t));
+	*(volatile uint32_t *)r->stop = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	emu_workers_kernel<<<r->nblocks, EMU_WARPS_PER_BLOCK * 32, 0, r->stream>>>(r->dctrls, r->n_ctrl, r->warps_per_ctrl,
+										   r->dnq, r->stop, r->started);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: emulated controller launch failed: %s\n", cudaGetErrorString(e));
+		return -EIO;
+	}
+	/* wait (bounded) until every worker block is resident: only then may application
+	 * kernels that wait on these workers be launched */
+	uint64_t t0 = bam_time_ns();
+	for (;;) {
+		uint32_t k = 0;
+		for (uint32_t b = 0; b < r->nblocks; b++)
+			k += __atomic_load_n(&r->started[b], __ATOMIC_ACQUIRE) ? 1 : 0;
+		if (k == r->nblocks)
+			return 0;
+		if (bam_time_ns() - t0 > 10000000000ull) {
+			fprintf(stderr, "bam: only %u of %u emulated-controller worker blocks became resident in 10 s\n", k, r->nblocks);
+			*(volatile uint32_t *)r->stop = 1;
+			cudaStreamSynchronize(r->stream);
+			return -EIO;
+		}
+	}
+}
+
+/* pause hook: the workers return; their queue state stays in GPU memory */
+static int emu_gpu_pause(void *arg)
+{
+	struct emu_gpu_run *r = (struct emu_gpu_run *)arg;
+	if (!r->running)
+		return 0;
+	*(volatile uint32_t *)r->stop = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cudaError_t e = cudaStreamSynchronize(r->stream);
+	r->running = 0;
+	return e == cudaSuccess ? 0 : -EIO;
+}
+
+static int emu_gpu_resume(void *arg)
+{
+	struct emu_gpu_run *r = (struct emu_gpu_run *)arg;
+	if (r->running)
+		return 0;
+	int rc = launch_and_wait(r);
+	r->running = rc == 0;
+	return rc;
+}
+
 extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const uint32_t *nq,
 				 uint32_t warps_per_ctrl, uint32_t *stop, void **handle,
 				 char *err, size_t errlen)
 {
 	struct emu_gpu_run *r = (struct emu_gpu_run *)calloc(1, sizeof(*r));
-	struct emu_ctrl **dctrls = NULL;
-	uint32_t *dnq = NULL;
-	cudaError_t e;
-	int dev = 0, nsm = 0;
+	cudaError_t e = cudaSuccess;
+	int dev = 0, nsm = 0, rc;
 	if (!r)
 		return -ENOMEM;
 	cudaGetDevice(&dev);
@@ -246,6 +303,8 @@ extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const
 		uint32_t total = 16u * EMU_WARPS_PER_BLOCK;
 		warps_per_ctrl = total / n_ctrl < 4 ? 4 : total / n_ctrl;
 	}
+	r->n_ctrl = n_ctrl;
+	r->warps_per_ctrl = warps_per_ctrl;
 	uint32_t nwarps = n_ctrl * warps_per_ctrl;
 	r->nblocks = (nwarps + EMU_WARPS_PER_BLOCK - 1) / EMU_WARPS_PER_BLOCK;
 	if ((int)r->nblocks > nsm / 2) {
@@ -254,60 +313,45 @@ extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const
 		return -EINVAL;
 	}
 	r->stop = stop;
-	if ((e = cudaHostAlloc((void **)&r->started, r->nblocks * sizeof(uint32_t), cudaHostAllocMapped)) != cudaSuccess)
-		goto cuda_fail;
-	memset(r->started, 0, r->nblocks * sizeof(uint32_t));
-	if ((e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking)) != cudaSuccess)
-		goto cuda_fail;
-	if ((e = cudaMalloc((void **)&dctrls, n_ctrl * sizeof(*dctrls))) != cudaSuccess ||
-	    (e = cudaMalloc((void **)&dnq, n_ctrl * sizeof(*dnq))) != cudaSuccess)
-		goto cuda_fail;
-	cudaMemcpyAsync(dctrls, ctrls, n_ctrl * sizeof(*dctrls), cudaMemcpyHostToDevice, r->stream);
-	cudaMemcpyAsync(dnq, nq, n_ctrl * sizeof(*dnq), cudaMemcpyHostToDevice, r->stream);
-	bam_gpu_workers_begin();
-	emu_workers_kernel<<<r->nblocks, EMU_WARPS_PER_BLOCK * 32, 0, r->stream>>>(dctrls, n_ctrl, warps_per_ctrl, dnq, stop, r->started);
-	if ((e = cudaGetLastError()) != cudaSuccess) {
-		bam_gpu_workers_end();
-		goto cuda_fail;
+	/* allocations synchronise the device: pause other contexts' workers meanwhile */
+	bam_gpu_pause_all();
+	if ((e = cudaHostAlloc((void **)&r->started, r->nblocks * sizeof(uint32_t), cudaHostAllocMapped)) == cudaSuccess &&
+	    (e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking)) == cudaSuccess &&
+	    (e = cudaMalloc((void **)&r->dctrls, n_ctrl * sizeof(*r->dctrls))) == cudaSuccess &&
+	    (e = cudaMalloc((void **)&r->dnq, n_ctrl * sizeof(*r->dnq))) == cudaSuccess) {
+		cudaMemcpyAsync(r->dctrls, ctrls, n_ctrl * sizeof(*r->dctrls), cudaMemcpyHostToDevice, r->stream);
+		cudaMemcpyAsync(r->dnq, nq, n_ctrl * sizeof(*r->dnq), cudaMemcpyHostToDevice, r->stream);
+		e = cudaStreamSynchronize(r->stream);
 	}
-	{
-		/* wait (bounded) until every worker block is resident */
-		uint64_t t0 = bam_time_ns();
-		for (;;) {
-			uint32_t k = 0;
-			for (uint32_t b = 0; b < r->nblocks; b++)
-				k += __atomic_load_n(&r->started[b], __ATOMIC_ACQUIRE) ? 1 : 0;
-			if (k == r->nblocks)
-				break;
-			if (bam_time_ns() - t0 > 10000000000ull) {
-				snprintf(err, errlen, "emu: only %u of %u worker blocks became resident in 10 s", k, r->nblocks);
-				*(volatile uint32_t *)stop = 1;
-				cudaStreamSynchronize(r->stream);
-				bam_gpu_workers_end();
-				free(r);
-				return -EIO;
-			}
-		}
+	bam_gpu_resume_all();
+	if (e != cudaSuccess) {
+		snprintf(err, errlen, "emu: CUDA: %s", cudaGetErrorString(e));
+		free(r);
+		return -EIO;
 	}
+	if ((rc = emu_gpu_resume(r))) {
+		snprintf(err, errlen, "emu: the GPU workers did not start (see above)");
+		free(r);
+		return rc;
+	}
+	bam_gpu_pauser_add(r, emu_gpu_pause, emu_gpu_resume);
 	*handle = r;
 	return 0;
-cuda_fail:
-	snprintf(err, errlen, "emu: CUDA: %s", cudaGetErrorString(e));
-	free(r);
-	return -EIO;
 }
 
 extern "C" int bam_emu_gpu_stop(void *handle)
 {
 	struct emu_gpu_run *r = (struct emu_gpu_run *)handle;
-	*(volatile uint32_t *)r->stop = 1;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	cudaError_t e = cudaStreamSynchronize(r->stream);
-	if (e != cudaSuccess)
-		fprintf(stderr, "bam: emulated controller workers ended with: %s\n", cudaGetErrorString(e));
+	bam_gpu_pauser_remove(r);
+	int rc = emu_gpu_pause(r);
+	if (rc)
+		fprintf(stderr, "bam: emulated controller workers ended with an error\n");
+	bam_gpu_pause_all();
 	cudaStreamDestroy(r->stream);
 	cudaFreeHost(r->started);
-	bam_gpu_workers_end();
+	cudaFree(r->dctrls);
+	cudaFree(r->dnq);
+	bam_gpu_resume_all();
 	free(r);
-	return e == cudaSuccess ? 0 : -EIO;
+	return rc;
 }

@@ -75,6 +75,7 @@ struct file_slot {
 	uint32_t nseg, niov, iov_first;
 	int bounce;               /* data through 'stage' */
 	uint64_t off;             /* file offset of SLBA */
+	uint64_t dbg_t0;
 	uint8_t *stage;           /* FILE_MAX_XFER bytes, page aligned */
 	uint64_t *prp;            /* FILE_PRP_PAGES pages: host copy of the PRP list (staged path) */
 	struct file_seg seg[FILE_MAX_SEGS];
@@ -693,6 +694,7 @@ static uint16_t submit_io(struct file_worker *wk, struct file_slot *sl)
 		}
 	}
 	io_uring_sqe_set_data64(u, (uint64_t)(sl - wk->slots));
+	sl->dbg_t0 = bam_time_ns();
 	return 0;
 }
 
@@ -915,6 +917,15 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		idle++;
+		{ static int dumped; uint64_t tn = bam_time_ns();
+		  for (uint32_t s2 = 0; s2 < wk->nslots && !dumped; s2++) {
+			int isfree = 0; for (uint32_t f = 0; f < wk->nfree; f++) if (wk->free_slots[f] == s2) isfree = 1;
+			if (!isfree && wk->slots[s2].dbg_t0 && tn - wk->slots[s2].dbg_t0 > 2000000000ull && !__atomic_exchange_n(&dumped, 1, __ATOMIC_SEQ_CST)) {
+				char cmd[512]; fprintf(stderr, "DBGSTALL slot %u opc %u thread %d\n", s2, wk->slots[s2].sqe.opc, (int)gettid());
+				snprintf(cmd, sizeof(cmd), "cat /proc/%d/fdinfo/%d 1>&2; for t in /proc/%d/task/*; do echo \"$t $(cat $t/comm) $(awk '{print $3}' $t/stat)\"; cat $t/stack; done 1>&2; for t in /proc/[0-9]*/task/*; do s=$(awk '{print $3}' $t/stat 2>/dev/null); [ \"$s\" = D ] && { echo D $(cat $t/comm); cat $t/stack; }; done 1>&2", getpid(), wk->ring.ring_fd, getpid());
+				if (system(cmd)) {}
+			}
+		  } }
 		if (wk->nfree == 0 || (wk->nfree < wk->nslots && idle > 64)) {
 			/* I/O in flight and nothing new: sleep in the kernel until a
 			 * completion, bounded so the doorbells and stop are polled */
@@ -957,7 +968,7 @@ static int worker_init(struct file_be *fb, struct file_worker *wk)
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
 	/* fewer interrupts of the thread for task work: completions are reaped here */
-	p.flags = IORING_SETUP_COOP_TASKRUN;
+	p.flags = 0; /*DBGFLAG*/
 	int rc = io_uring_queue_init_params(ns, &wk->ring, &p);
 	if (rc == -EINVAL)
 		rc = io_uring_queue_init(ns, &wk->ring, 0); /* kernel before 5.19 */
@@ -1149,7 +1160,8 @@ void file_debug_dump(void)
 	for (uint32_t j = 0; j < fb->n_w; j++) {
 		struct file_worker *wk = &fb->w[j];
 		struct file_ctrl *fc = wk->fc;
-		fprintf(stderr, "DBG w%u ctrl%u nfree=%u/%u sqready=%u\n", j, fc->e.index, wk->nfree, wk->nslots, io_uring_sq_ready(&wk->ring));
+		fprintf(stderr, "DBG w%u ctrl%u nfree=%u/%u sqready=%u ringfd=%d\n", j, fc->e.index, wk->nfree, wk->nslots, io_uring_sq_ready(&wk->ring), wk->ring.ring_fd);
+		if (wk->nfree < wk->nslots) { char cmd[256]; snprintf(cmd, sizeof(cmd), "head -40 /proc/%d/fdinfo/%d 1>&2; grep -H . /proc/%d/task/*/stack 1>&2", getpid(), wk->ring.ring_fd, getpid()); if (system(cmd)) {} }
 		for (uint32_t qid = 1; qid <= fc->e.nq; qid++) {
 			struct emu_queue *q = &fc->e.q[qid];
 			if ((qid - 1) % wk->nw != wk->w) continue;

@@ -57,7 +57,10 @@ static unsigned blocks_for(uint64_t warps)
 extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, uint64_t *next_n)
 {
 	cudaStream_t s = stream();
-	cudaMemsetAsync(b->next_n, 0, 8, s);
+	/* a copy, not a memset: a device memset may synchronise with the emulator's
+	 * persistent kernel (CUDA Programming Guide, "Implicit Synchronization") */
+	static const uint64_t zero8 = 0;
+	cudaMemcpyAsync(b->next_n, &zero8, 8, cudaMemcpyHostToDevice, s);
 	bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
 	cudaMemcpyAsync(next_n, b->next_n, 8, cudaMemcpyDeviceToHost, s);
 	cudaError_t e = cudaStreamSynchronize(s);
@@ -71,7 +74,8 @@ extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state 
 extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, uint32_t *changed)
 {
 	cudaStream_t s = stream();
-	cudaMemsetAsync(c->changed, 0, 4, s);
+	static const uint32_t zero4 = 0;
+	cudaMemcpyAsync(c->changed, &zero4, 4, cudaMemcpyHostToDevice, s);
 	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
 	cc_jump_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	cudaMemcpyAsync(changed, c->changed, 4, cudaMemcpyDeviceToHost, s);
@@ -83,12 +87,18 @@ extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c,
 	return 0;
 }
 
+extern "C" void *bam_gpu_alloc(int kind, uint64_t bytes);
+extern "C" void bam_gpu_free(int kind, void *p);
+
 extern "C" void *graph_gpu_alloc(int kind, uint64_t bytes)
 {
 	void *p = NULL;
 	cudaError_t e;
 	if (kind == 0) {
-		e = cudaMalloc(&p, bytes);
+		/* through the library: it pauses the emulator's persistent kernel around
+		 * cudaMalloc, which would otherwise wait for it */
+		p = bam_gpu_alloc(0, bytes);
+		return p;
 	} else if (kind == 1) {
 		e = cudaHostAlloc(&p, bytes, cudaHostAllocMapped);
 	} else {
@@ -114,6 +124,8 @@ extern "C" void graph_gpu_free(int kind, void *p)
 		return;
 	if (kind == 1)
 		cudaFreeHost(p);
+	else if (kind == 0)
+		bam_gpu_free(0, p);
 	else
 		cudaFree(p);
 }
@@ -131,10 +143,8 @@ extern "C" int graph_gpu_download(void *dst, const void *src, uint64_t bytes)
 	return graph_gpu_upload(dst, src, bytes);
 }
 
+extern "C" int bam_gpu_memset(void *dst, int c, uint64_t bytes);
 extern "C" int graph_gpu_memset(void *dst, int c, uint64_t bytes)
 {
-	cudaError_t e = cudaMemsetAsync(dst, c, bytes, stream());
-	if (e == cudaSuccess)
-		e = cudaStreamSynchronize(stream());
-	return e == cudaSuccess ? 0 : -EIO;
+	return bam_gpu_memset(dst, c, bytes);
 }
