@@ -217,3 +217,28 @@ extern "C" int abench_gpu_run(const struct abench_args *a, double *ms)
 	}
 	return 0;
 }
+
+__global__ void clock_kernel(unsigned long long *out, unsigned long long spin_ns)
+{
+	unsigned long long t0 = bam_time_ns(), t = t0;
+	unsigned long long c0 = clock64();
+	while (clock64() - c0 < 200000000ull) /* ~0.1 s of SM cycles */
+		t = bam_time_ns();
+	out[0] = t0;
+	out[1] = t;
+	out[2] = clock64() - c0;
+	(void)spin_ns;
+}
+
+extern "C" int bench_gpu_clock_check(double *ns_per_100ms_cycles)
+{
+	unsigned long long *d = NULL, h[3] = {0, 0, 0};
+	if (cudaMalloc((void **)&d, 24) != cudaSuccess)
+		return -EIO;
+	clock_kernel<<<1, 1>>>(d, 0);
+	cudaMemcpy(h, d, 24, cudaMemcpyDeviceToHost);
+	cudaFree(d);
+	*ns_per_100ms_cycles = (double)(h[1] - h[0]);
+	fprintf(stderr, "bench: GPU %%globaltimer advanced %llu ns over %llu SM cycles\n", h[1] - h[0], h[2]);
+	return 0;
+}

@@ -21,6 +21,8 @@ int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s);
 BAM_EXTERN_C_END
 #include "abench_kern.h"
 BAM_EXTERN_C_BEGIN
+/* Debug: how far %globaltimer moves while the SM counts 2e8 cycles (stderr). */
+int bench_gpu_clock_check(double *ns);
 /* Run the array benchmark kernel; *ms from CUDA events. */
 int abench_gpu_run(const struct abench_args *a, double *ms);
 BAM_EXTERN_C_END

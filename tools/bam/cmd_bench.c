@@ -328,11 +328,22 @@ int bam_cmd_bench(int argc, char **argv)
 			want_base = 0;
 	}
 
+	const int dbg = getenv("BAM_DEBUG") != NULL;
+#ifdef BAM_HAVE_CUDA
+	if (dbg && tgt == BAM_TARGET_GPU) {
+		double ns;
+		bench_gpu_clock_check(&ns);
+	}
+#endif
+	if (dbg)
+		fprintf(stderr, "bench: opening %s\n", backend);
 	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "bench: cannot open back end '%s': %s\n", backend, err);
 		return 1;
 	}
+	if (dbg)
+		fprintf(stderr, "bench: opened\n");
 	struct bam_ns_info ns;
 	bam_ctx_ns_info(ctx, 0, &ns);
 	uint32_t n_ctrl = bam_ctx_ctrl_count(ctx);
@@ -388,6 +399,8 @@ int bam_cmd_bench(int argc, char **argv)
 		}
 	}
 
+	if (dbg)
+		fprintf(stderr, "bench: prefill done, allocating buffers\n");
 	uint64_t nbuf = o.threads * o.iodepth;
 	a.buf = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * o.bs);
 	struct bench_out *dout = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bench_out));
@@ -427,9 +440,24 @@ int bam_cmd_bench(int argc, char **argv)
 #ifdef BAM_HAVE_CUDA
 		void *h = NULL;
 		double ms = 0;
+		if (dbg)
+			fprintf(stderr, "bench: launching the kernel\n");
 		rc = bench_gpu_start(&a, &h);
+		/* watchdog: every wait in the kernel is bounded, so it must end within the run
+		 * time plus a few timeouts; if not, say what the queues look like and give up */
+		double limit = (o.runtime > 0 ? o.runtime : 60.0) + 4.0 * (double)o.timeout_ms / 1e3 + 30.0;
+		while (!rc && bench_gpu_done(h) == 0) {
+			usleep(10000);
+			if (now_s() - t0 > limit) {
+				fprintf(stderr, "bench: the kernel did not finish within %.0f s; queue state:\n", limit);
+				bam_ctx_dump(ctx, stderr);
+				_exit(1);
+			}
+		}
 		if (!rc)
 			rc = bench_gpu_finish(h, &ms);
+		if (dbg)
+			fprintf(stderr, "bench: kernel done (%.3f ms)\n", ms);
 		elapsed = ms / 1e3;
 #endif
 	} else {
