@@ -119,6 +119,11 @@ int bam_gpu_available(void)
 {
 	int n = 0;
 	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+	/* Local memory grows when a kernel needs more than any before it, and growing it
+	 * waits for every running kernel: with the emulator's persistent kernel running,
+	 * forever. Keep it at its largest once grown; applications launch their kernels
+	 * once before the emulator starts (bam_gpu_prepare in the tools) to grow it. */
+	cudaSetDeviceFlags(cudaDeviceLmemResizeToMax | cudaDeviceMapHost);
 	if (cudaGetDeviceCount(&n) != cudaSuccess)
 		return 0;
 	return n > 0;

@@ -75,7 +75,6 @@ struct file_slot {
 	uint32_t nseg, niov, iov_first;
 	int bounce;               /* data through 'stage' */
 	uint64_t off;             /* file offset of SLBA */
-	uint64_t dbg_t0;
 	uint8_t *stage;           /* FILE_MAX_XFER bytes, page aligned */
 	uint64_t *prp;            /* FILE_PRP_PAGES pages: host copy of the PRP list (staged path) */
 	struct file_seg seg[FILE_MAX_SEGS];
@@ -442,7 +441,6 @@ static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_
 			 fb->cfg.workers, fb->cfg.qd, fb->cfg.stage ? ",stage=1" : "");
 	*priv = fb;
 	*n_ctrl = fb->n;
-	{ extern void file_dbg_set(struct file_be *); file_dbg_set(fb); }
 	return 0;
 }
 
@@ -694,7 +692,6 @@ static uint16_t submit_io(struct file_worker *wk, struct file_slot *sl)
 		}
 	}
 	io_uring_sqe_set_data64(u, (uint64_t)(sl - wk->slots));
-	sl->dbg_t0 = bam_time_ns();
 	return 0;
 }
 
@@ -746,7 +743,6 @@ static void finish_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st
 	struct file_ctrl *fc = wk->fc;
 	if (!st && sl->bounce && sl->sqe.opc == NVME_CMD_READ)
 		st = stage_copy(wk->fb->ctx, sl, 0); /* the data is in place before the CQE */
-	if (st) fprintf(stderr, "DBG st=%x opc=%u slba=%llu nlb=%u bytes=%u done=%u bounce=%d nseg=%u\n", st, sl->sqe.opc, (unsigned long long)nvme_sqe_slba(&sl->sqe), nvme_sqe_nlb(&sl->sqe), sl->bytes, sl->done, sl->bounce, sl->nseg);
 	emu_count(&fc->e, &sl->sqe, st ? 0 : sl->bytes, st);
 	emu_post_cqe(sl->q, sl->sqe.cid, st);
 	fc->qinfl[sl->qid]--;
@@ -865,6 +861,9 @@ static uint32_t reap(struct file_worker *wk)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
+	/* completions waiting as task work (COOP_TASKRUN): post them to the CQ ring */
+	if (IO_URING_READ_ONCE(*wk->ring.sq.kflags) & IORING_SQ_TASKRUN)
+		io_uring_get_events(&wk->ring);
 	io_uring_for_each_cqe(&wk->ring, head, cqe) {
 		n++;
 		uint64_t id = io_uring_cqe_get_data64(cqe);
@@ -917,15 +916,6 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		idle++;
-		{ static int dumped; uint64_t tn = bam_time_ns();
-		  for (uint32_t s2 = 0; s2 < wk->nslots && !dumped; s2++) {
-			int isfree = 0; for (uint32_t f = 0; f < wk->nfree; f++) if (wk->free_slots[f] == s2) isfree = 1;
-			if (!isfree && wk->slots[s2].dbg_t0 && tn - wk->slots[s2].dbg_t0 > 2000000000ull && !__atomic_exchange_n(&dumped, 1, __ATOMIC_SEQ_CST)) {
-				char cmd[512]; fprintf(stderr, "DBGSTALL slot %u opc %u thread %d\n", s2, wk->slots[s2].sqe.opc, (int)gettid());
-				snprintf(cmd, sizeof(cmd), "cat /proc/%d/fdinfo/%d 1>&2; for t in /proc/%d/task/*; do echo \"$t $(cat $t/comm) $(awk '{print $3}' $t/stat)\"; cat $t/stack; done 1>&2; for t in /proc/[0-9]*/task/*; do s=$(awk '{print $3}' $t/stat 2>/dev/null); [ \"$s\" = D ] && { echo D $(cat $t/comm); cat $t/stack; }; done 1>&2", getpid(), wk->ring.ring_fd, getpid());
-				if (system(cmd)) {}
-			}
-		  } }
 		if (wk->nfree == 0 || (wk->nfree < wk->nslots && idle > 64)) {
 			/* I/O in flight and nothing new: sleep in the kernel until a
 			 * completion, bounded so the doorbells and stop are polled */
@@ -967,8 +957,10 @@ static int worker_init(struct file_be *fb, struct file_worker *wk)
 	uint32_t ns = fb->cfg.qd;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
-	/* fewer interrupts of the thread for task work: completions are reaped here */
-	p.flags = 0; /*DBGFLAG*/
+	/* completions need task work in this thread: run it when the thread enters
+	 * the kernel instead of interrupting it, and have the kernel flag in the SQ
+	 * ring when it is pending (reap() enters then) */
+	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 	int rc = io_uring_queue_init_params(ns, &wk->ring, &p);
 	if (rc == -EINVAL)
 		rc = io_uring_queue_init(ns, &wk->ring, 0); /* kernel before 5.19 */
@@ -1148,29 +1140,3 @@ __attribute__((constructor)) static void file_register(void)
 	bam_backend_register(&file_ops);
 }
 
-/* DBGTEMP */
-static struct file_be *dbg_fb;
-void file_dbg_set(struct file_be *f);
-void file_dbg_set(struct file_be *f) { dbg_fb = f; }
-void file_debug_dump(void);
-void file_debug_dump(void)
-{
-	struct file_be *fb = dbg_fb;
-	if (!fb) return;
-	for (uint32_t j = 0; j < fb->n_w; j++) {
-		struct file_worker *wk = &fb->w[j];
-		struct file_ctrl *fc = wk->fc;
-		fprintf(stderr, "DBG w%u ctrl%u nfree=%u/%u sqready=%u ringfd=%d\n", j, fc->e.index, wk->nfree, wk->nslots, io_uring_sq_ready(&wk->ring), wk->ring.ring_fd);
-		if (wk->nfree < wk->nslots) { char cmd[256]; snprintf(cmd, sizeof(cmd), "head -40 /proc/%d/fdinfo/%d 1>&2; grep -H . /proc/%d/task/*/stack 1>&2", getpid(), wk->ring.ring_fd, getpid()); if (system(cmd)) {} }
-		for (uint32_t qid = 1; qid <= fc->e.nq; qid++) {
-			struct emu_queue *q = &fc->e.q[qid];
-			if ((qid - 1) % wk->nw != wk->w) continue;
-			fprintf(stderr, "DBG   q%u sq_head=%u tail_db=%u cq_tail=%u head_db=%u qinfl=%u\n", qid, q->sq_head, fc->e.db[2*qid], q->cq_tail, fc->e.db[2*qid+1], fc->qinfl[qid]);
-		}
-		for (uint32_t s = 0; s < wk->nslots; s++) {
-			int isfree = 0;
-			for (uint32_t f = 0; f < wk->nfree; f++) if (wk->free_slots[f] == s) isfree = 1;
-			if (!isfree) fprintf(stderr, "DBG   busy slot %u opc=%u q%u bytes=%u done=%u\n", s, wk->slots[s].sqe.opc, wk->slots[s].qid, wk->slots[s].bytes, wk->slots[s].done);
-		}
-	}
-}

@@ -21,6 +21,10 @@ int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s);
 BAM_EXTERN_C_END
 #include "abench_kern.h"
 BAM_EXTERN_C_BEGIN
+/* Launch the bench kernels once with no work, before any emulator starts: the
+ * driver then sizes local memory for them (growing it later would wait for the
+ * emulator's persistent kernel forever). 0 or -EIO. */
+int bench_gpu_prepare(void);
 /* Debug: how far %globaltimer moves while the SM counts 2e8 cycles (stderr). */
 int bench_gpu_clock_check(double *ns);
 /* Run the array benchmark kernel; *ms from CUDA events. */

@@ -335,6 +335,10 @@ int bam_cmd_bench(int argc, char **argv)
 		bench_gpu_clock_check(&ns);
 	}
 #endif
+#ifdef BAM_HAVE_CUDA
+	if (tgt == BAM_TARGET_GPU)
+		bench_gpu_prepare();
+#endif
 	if (dbg)
 		fprintf(stderr, "bench: opening %s\n", backend);
 	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));

@@ -154,6 +154,10 @@ int bam_bench_array(int argc, char **argv)
 	if (tgt == BAM_TARGET_GPU && pattern == AB_HOT)
 		bench_gpu_hbm_baseline(8ull << 30, &base_bps);
 #endif
+#ifdef BAM_HAVE_CUDA
+	if (tgt == BAM_TARGET_GPU)
+		bench_gpu_prepare();
+#endif
 	char be[1024];
 	cli_backend_sized(backend, size + line, line, be, sizeof(be));
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers};

@@ -207,6 +207,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	}
 #endif
 	struct gmem gm = {.gpu = tgt == BAM_TARGET_GPU};
+#ifdef BAM_HAVE_CUDA
+	if (gm.gpu)
+		graph_gpu_prepare();
+#endif
 	int fd = open(o->graph, O_RDONLY);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: %s\n", do_cc ? "cc" : "bfs", o->graph, strerror(errno));
