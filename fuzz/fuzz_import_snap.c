@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_import_snap.c - libFuzzer harness of bam_graph_import for SNAP
+ * edge lists ("#" comments, "src dst" per line).
+ * Input layout and checks: fuzz_import.h.
+ */
+#include "fuzz_import.h"
+
+static int fz_import_snap_input(const uint8_t *data, size_t size)
+{
+	return fz_import_one(BAM_GRAPH_FMT_SNAP, "in.snap", data, size);
+}
+
+#ifndef BAM_FUZZ_REPLAY
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return fz_import_snap_input(data, size);
+}
+#endif
