@@ -130,6 +130,15 @@ BAM_HD_INLINE uint32_t bam_qp_cqe_dw3(const struct bam_qpair *qp, uint32_t p)
 	return bam_load_acquire_sys_u32(&w[3]);
 }
 
+/* The same without ordering, for scanning many entries: a waiter that finds its CQE
+ * issues one acquire fence (bam_fence_acq_rel_sys) before using what it read. One
+ * system-scope acquire per scanned entry costs far more on the GPU. */
+BAM_HD_INLINE uint32_t bam_qp_cqe_dw3_relaxed(const struct bam_qpair *qp, uint32_t p)
+{
+	const uint32_t *w = (const uint32_t *)&qp->cq[p & (qp->depth - 1)];
+	return bam_load_relaxed_u32(&w[3]);
+}
+
 /*
  * Move the CQ head over every consecutive consumed CQE (and over CQEs of abandoned
  * CIDs), free their CIDs, free SQ slots up to the newest SQHD, release the credits and
@@ -334,11 +343,16 @@ BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t de
 	for (;;) {
 		uint32_t start = bam_load_acquire_gpu_u32(&qp->cq_head);
 		for (uint32_t p = start; p - start < depth; p++) {
-			uint32_t dw3 = bam_qp_cqe_dw3(qp, p);
+			uint32_t dw3 = bam_qp_cqe_dw3_relaxed(qp, p);
 			if (((dw3 >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, p))
 				break; /* end of the posted CQEs */
 			if ((dw3 & 0xffffu) != cid)
 				continue;
+			/* ours: order the data the command moved (and the rest of the CQE) after
+			 * the DW3 we saw; re-read DW3 with acquire to pair with the controller's
+			 * release */
+			dw3 = bam_qp_cqe_dw3(qp, p);
+			bam_fence_acq_rel_sys();
 			uint32_t slot = p & (depth - 1);
 			*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
 			bam_fetch_or_acq_rel_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
