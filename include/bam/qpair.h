@@ -71,7 +71,8 @@ struct bam_qpair {
 	uint32_t depth_shift;       /* log2(depth) */
 	uint32_t qid;               /* SQID = CQID, 1-based as in NVMe */
 	uint32_t nsid;              /* namespace the commands go to */
-	uint32_t pad0[24];
+	uint32_t broken;            /* set when a ticket could not be used: submissions fail */
+	uint32_t pad0[23];
 
 	uint32_t sq_ticket;         /* next ticket (atomic) */
 	uint32_t cid_hint;          /* where CID search starts (atomic) */
@@ -246,14 +247,19 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
  * success *cid receives the CID to wait for with bam_qpair_wait() and *pos the virtual
  * SQ position (for diagnostics). Thread contract: any number of threads at once, each
  * with its own command; no warp or block synchronisation.
- * Returns 0, or -ETIMEDOUT when no credit, CID or SQ slot frees up before 'deadline'
- * (bam_time_ns() units: an absolute time on the caller's clock).
+ * Returns 0; -ETIMEDOUT when no credit or CID frees up before 'deadline'
+ * (bam_time_ns() units: an absolute time on the caller's clock), or when the tail
+ * did not pass the command in time (it is then abandoned: its completion is
+ * discarded); -EIO when the queue pair is broken (a ticket's slot never freed).
  */
 BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
 				   uint64_t deadline, uint16_t *cid)
 {
 	const uint32_t mask = qp->depth - 1;
 	uint32_t iter = 0;
+
+	if (bam_load_relaxed_u32(&qp->broken))
+		return -EIO;
 
 	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule) */
 	for (;;) {
@@ -289,12 +295,16 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 	const uint32_t tmask = bam_qp_turn_mask(qp);
 	iter = 0;
 	while (((bam_load_acquire_gpu_u32(&qp->sq_turn[slot]) - want) & tmask) != 0) {
-		/* Unreachable while credits hold (the previous occupant was freed before our
-		 * credit was released); kept as the paper's guard. A ticket is never given
-		 * back, so on timeout here the queue pair is unusable: report it. */
+		/* Not reached while the credit invariant holds (the slot's previous occupant
+		 * was freed before our credit was released; models/qpair.pml checks it); kept
+		 * as the paper's guard. A ticket cannot be given back: a slot left unwritten
+		 * would stop the tail forever. So on timeout the queue pair is marked broken
+		 * and every later submission fails at once with -EIO: an error, not a hang. */
 		bam_qpair_cq_try_advance(qp);
-		if (bam_qp_deadline_passed(deadline))
-			return -ETIMEDOUT;
+		if (bam_qp_deadline_passed(deadline)) {
+			bam_store_release_gpu_u32(&qp->broken, 1);
+			return -EIO;
+		}
 		bam_spin_pause(iter++);
 	}
 
@@ -319,9 +329,14 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 			continue;
 		}
 		/* The lock holder is moving the tail; it cannot block on anything but
-		 * marks that are set, so this wait ends; the deadline is a backstop. */
-		if (bam_qp_deadline_passed(deadline))
+		 * marks that are set, so this wait ends; the deadline is a backstop. The
+		 * SQE is in the queue and will run: abandon its CID so that its completion
+		 * is discarded when it comes. */
+		if (bam_qp_deadline_passed(deadline)) {
+			bam_cas_acq_rel_gpu_u32(&qp->cid_state[id], BAM_CID_BUSY, BAM_CID_ABANDONED);
+			bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
 			return -ETIMEDOUT;
+		}
 		bam_spin_pause(iter++);
 	}
 	*cid = (uint16_t)id;
