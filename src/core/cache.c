@@ -303,7 +303,11 @@ uint64_t bam_array_end_lba(const struct bam_array *a)
 
 static int media_rw(struct bam_array *a, uint64_t first, void *buf, uint64_t n, int write)
 {
-	struct bam_array_dev *h = &a->h;
+	/* the array's own view points at the cache in target memory (GPU memory on the
+	 * GPU): place lines with the host copy of the cache instead */
+	struct bam_array_dev hv = a->h;
+	hv.cache = &a->cache->h;
+	struct bam_array_dev *h = &hv;
 	if (first > h->n_elems || n > h->n_elems - first)
 		return -ERANGE;
 	uint32_t ls = a->cache->h.line_size;

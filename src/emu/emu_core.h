@@ -74,7 +74,9 @@ struct emu_ctrl {
 	uint32_t *db;               /* doorbells: [2*qid] SQ tail, [2*qid+1] CQ head */
 	struct emu_timing t;
 	struct emu_faults f;
-	uint64_t vclock_ps;         /* token bucket: when the device is next free (ps) */
+	uint64_t vclock_ps;         /* token bucket: when the device is next free (ps after epoch) */
+	uint64_t epoch_ns;          /* time origin of vclock_ps (absolute GPU time in ps would
+				     * overflow 64 bits: %globaltimer counts from 1970) */
 	uint32_t stop;              /* set by the host: workers return */
 	uint32_t index;             /* controller number */
 	struct emu_counters cnt;
@@ -218,6 +220,17 @@ BAM_HD_INLINE uint16_t emu_inject(struct emu_ctrl *c, const struct nvme_sqe *s, 
 	return st;
 }
 
+/* Picoseconds since the controller's epoch (set by the first caller). */
+BAM_HD_INLINE uint64_t emu_rel_ps(struct emu_ctrl *c, uint64_t now_ns)
+{
+	uint64_t e = bam_load_relaxed_u64(&c->epoch_ns);
+	if (e == 0) {
+		uint64_t seen = bam_cas_acq_rel_gpu_u64(&c->epoch_ns, 0, now_ns);
+		e = seen ? seen : now_ns;
+	}
+	return now_ns > e ? (now_ns - e) * 1000u : 0;
+}
+
 /* When a command of 'bytes' arriving at 'now_ns' completes under the profile: the
  * token bucket (vclock) advances by the command's service time; the completion is
  * at max(now + latency, the bucket's time). Returns 0 for the unlimited profile. */
@@ -230,7 +243,7 @@ BAM_HD_INLINE uint64_t emu_ready_time(struct emu_ctrl *c, int write, uint32_t by
 	uint64_t svc = pc > pb ? pc : pb;
 	if (!lat && !svc)
 		return 0;
-	uint64_t now_ps = now_ns * 1000u, done_ps = now_ps;
+	uint64_t now_ps = emu_rel_ps(c, now_ns), done_ps = now_ps;
 	if (svc) {
 		uint64_t old = bam_load_relaxed_u64(&c->vclock_ps);
 		for (;;) {
@@ -243,7 +256,7 @@ BAM_HD_INLINE uint64_t emu_ready_time(struct emu_ctrl *c, int write, uint32_t by
 			old = seen;
 		}
 	}
-	uint64_t r = done_ps / 1000u;
+	uint64_t r = done_ps / 1000u + c->epoch_ns;
 	return r > now_ns + lat ? r : now_ns + lat;
 }
 

@@ -159,7 +159,7 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 	uint64_t total = __shfl_sync(0xffffffffu, incl, 31);
 	uint64_t start_ps = 0;
 	if (total && lane == 0) {
-		uint64_t now_ps = now * 1000u;
+		uint64_t now_ps = emu_rel_ps(c, now);
 		uint64_t old = bam_load_relaxed_u64(&c->vclock_ps);
 		for (;;) {
 			uint64_t b = old > now_ps ? old : now_ps;
@@ -175,7 +175,7 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 	uint64_t lat = wr ? tm->lat_write_ns : tm->lat_read_ns;
 	uint64_t ready = 0;
 	if (lane < n && !st && (total || lat)) {
-		uint64_t bucket = (start_ps + incl) / 1000u;
+		uint64_t bucket = (start_ps + incl) / 1000u + bam_load_relaxed_u64(&c->epoch_ns);
 		ready = bucket > now + lat ? bucket : now + lat;
 	}
 	if (extra)

@@ -198,6 +198,7 @@ static int file_kv(void *arg, const char *k, const char *v)
 static uint32_t dio_alignment(int fd, const struct stat *st)
 {
 	uint32_t a = 0;
+#ifdef STATX_DIOALIGN
 	struct statx sx;
 	memset(&sx, 0, sizeof(sx));
 	if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) && (sx.stx_mask & STATX_DIOALIGN) &&
@@ -206,6 +207,7 @@ static uint32_t dio_alignment(int fd, const struct stat *st)
 		if (sx.stx_dio_mem_align > a)
 			a = sx.stx_dio_mem_align;
 	}
+#endif
 	if (!a && S_ISBLK(st->st_mode)) {
 		int lbs = 0;
 		if (!ioctl(fd, BLKSSZGET, &lbs) && lbs > 0)
@@ -239,17 +241,15 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 		return -EINVAL;
 	}
 	if (fd < 0) {
-		int rc = -errno;
-		snprintf(err, errlen, "file: %s: %s%s", path, strerror(errno),
-			 rc == -ENOENT ? " (give size= to create it)" : "");
-		return rc;
+		int e = errno;
+		snprintf(err, errlen, "file: %s: %s%s", path, strerror(e), e == ENOENT ? " (give size= to create it)" : "");
+		return -EIO; /* bam_ctx_open's "a controller failed to initialise" */
 	}
 	fc->fd_buf = fd;
 	struct stat st;
 	if (fstat(fd, &st)) {
-		int rc = -errno;
 		snprintf(err, errlen, "file: %s: fstat: %s", path, strerror(errno));
-		return rc;
+		return -EIO;
 	}
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "file: %s is a directory", path);
@@ -261,9 +261,8 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	if (fc->blkdev) {
 		int s = 0;
 		if (ioctl(fd, BLKGETSIZE64, &have) || ioctl(fd, BLKSSZGET, &s)) {
-			int rc = -errno;
 			snprintf(err, errlen, "file: %s: block device size: %s", path, strerror(errno));
-			return rc;
+			return -EIO;
 		}
 		lbs = (uint32_t)s;
 	} else if (S_ISREG(st.st_mode)) {
@@ -312,9 +311,8 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 		/* grow: the new blocks read as zeros. Files the kernel cannot resize
 		 * (procfs, sysfs: EINVAL) are used as they are. */
 		if (ftruncate(fd, (off_t)ns) && errno != EINVAL) {
-			int rc = -errno;
 			snprintf(err, errlen, "file: cannot size %s to %llu bytes: %s", path, (unsigned long long)ns, strerror(errno));
-			return rc;
+			return -EIO;
 		}
 	}
 	fc->ns_bytes = ns;
@@ -401,7 +399,7 @@ static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_
 	if ((rc = io_uring_queue_init(2, &probe, 0))) {
 		snprintf(err, errlen, "file: io_uring unavailable: %s", strerror(-rc));
 		file_close(fb);
-		return rc == -ENOMEM ? -ENOMEM : -ENODEV;
+		return rc == -ENOMEM ? -ENOMEM : -EIO;
 	}
 	io_uring_queue_exit(&probe);
 	if (!fb->cfg.workers)
@@ -1094,6 +1092,33 @@ static int file_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
 	return 0;
 }
 
+/* Diagnostics (bam_ctx_dump, e.g. after a timeout): the controller-side state of the
+ * first queues and of the service threads. Read while they run: approximate. */
+static void file_dump(void *priv, uint32_t ci, FILE *f)
+{
+	struct file_be *fb = priv;
+	struct file_ctrl *fc = &fb->c[ci];
+	const struct emu_ctrl *k = &fc->e;
+	fprintf(f, "file ctrl %u (%s): cmds=%llu reads=%llu writes=%llu flushes=%llu errors=%llu nq=%u direct=%d stop=%u\n",
+		ci, fc->path, (unsigned long long)bam_load_relaxed_u64(&k->cnt.cmds),
+		(unsigned long long)bam_load_relaxed_u64(&k->cnt.reads), (unsigned long long)bam_load_relaxed_u64(&k->cnt.writes),
+		(unsigned long long)bam_load_relaxed_u64(&k->cnt.flushes), (unsigned long long)bam_load_relaxed_u64(&k->cnt.errors),
+		k->nq, fc->direct, bam_load_relaxed_u32(&fb->stop));
+	for (uint32_t q = 1; q <= k->nq && q <= 4; q++) {
+		const struct emu_queue *e = &k->q[q];
+		fprintf(f, "  file q %u: created=%u depth=%u sq_head=%u cq_tail=%u phase=%u db_tail=%u db_cqhead=%u in_service=%u\n",
+			q, e->created, e->depth, bam_load_relaxed_u32(&e->sq_head), bam_load_relaxed_u32(&e->cq_tail),
+			bam_load_relaxed_u32(&e->phase), bam_load_relaxed_u32(&k->db[2 * q]),
+			bam_load_relaxed_u32(&k->db[2 * q + 1]), bam_load_relaxed_u32(&fc->qinfl[q]));
+	}
+	for (uint32_t j = 0; fb->w && j < fb->n_w; j++) {
+		struct file_worker *wk = &fb->w[j];
+		if (wk->fc == fc)
+			fprintf(f, "  file worker %u: queues %u+%u*k, slots in use %u of %u\n", wk->w, 1 + wk->w, wk->nw,
+				wk->nslots - bam_load_relaxed_u32(&wk->nfree), wk->nslots);
+	}
+}
+
 static const char *file_desc(void *priv)
 {
 	return ((struct file_be *)priv)->desc;
@@ -1131,6 +1156,7 @@ static const struct bam_backend_ops file_ops = {
 	.stop = file_stop,
 	.media_rw = file_media_rw,
 	.stats = file_stats,
+	.dump = file_dump,
 	.desc = file_desc,
 	.close = file_close,
 };
