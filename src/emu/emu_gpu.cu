@@ -71,20 +71,24 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 	if (!q->created)
 		return 0;
 	const uint32_t depth = q->depth;
-	/* every lane reads the doorbell with acquire: the SQEs it then reads are ordered
-	 * after the submitters' release of the tail */
+	const uint32_t head = q->sq_head;
+	/* Every lane reads the SQ tail doorbell with acquire, so the SQEs up to the value
+	 * it saw are visible to it. The submitters keep ringing, so lanes may see
+	 * different tails: the batch is the smallest count any lane saw, the same for the
+	 * whole warp (a lane-dependent batch size would desynchronise the warp). */
 	uint32_t tail = bam_load_acquire_sys_u32(&c->db[2 * qid]);
-	uint32_t head = q->sq_head;
-	if (tail >= depth || tail == head)
+	uint32_t avail = tail < depth ? (tail + depth - head) % depth : 0;
+	avail = __reduce_min_sync(0xffffffffu, avail);
+	if (avail == 0)
 		return 0;
-	uint32_t avail = (tail + depth - head) % depth;
-	/* never overrun the CQ: free = slots before the CQ head doorbell */
-	uint32_t cqh = bam_load_acquire_sys_u32(&c->db[2 * qid + 1]);
+	/* never overrun the CQ: free slots before the CQ head doorbell (lane 0's view;
+	 * the head only advances, so any value seen is a safe bound) */
+	uint32_t cqh = __shfl_sync(0xffffffffu, bam_load_acquire_sys_u32(&c->db[2 * qid + 1]), 0);
 	uint32_t cfree = (cqh + depth - q->cq_tail - 1) % depth;
 	uint32_t n = avail < 32 ? avail : 32;
 	n = n < cfree ? n : cfree;
 	if (c->f.stop_after) {
-		uint64_t done = bam_load_relaxed_u64(&c->cnt.cmds);
+		uint64_t done = __shfl_sync(0xffffffffu, (unsigned long long)bam_load_relaxed_u64(&c->cnt.cmds), 0);
 		if (done >= c->f.stop_after)
 			return 0; /* fault: the controller stopped answering */
 	}
