@@ -269,22 +269,25 @@ BAM_HD_INLINE uint64_t bam_time_ns(void)
 #endif
 }
 
-/* Polite spin: on the GPU a short sleep frees issue slots for other warps; on the host
- * a pause hint, and a yield now and then so that oversubscribed host threads (CI has 2
- * cores) let the thread they wait for run. 'iter' is the caller's spin count. */
+/* Polite spin: on the GPU a short sleep frees issue slots for other warps; on the
+ * host a pause hint first, then yields, then short sleeps, so that oversubscribed host
+ * threads (CI has 2 cores) let the thread they wait for run. 'iter' is the caller's
+ * spin count. */
 BAM_HD_INLINE void bam_spin_pause(uint32_t iter)
 {
 #if BAM_ON_GPU
 	__nanosleep(iter < 8 ? 32 : 256);
 #else
-	if ((iter & 15) == 15)
-		sched_yield();
-	else
+	if (iter < 16) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
-#else
-		;
 #endif
+	} else if (iter < 256) {
+		sched_yield();
+	} else {
+		struct timespec ts = {0, 20000}; /* 20 us */
+		nanosleep(&ts, NULL);
+	}
 #endif
 }
 
