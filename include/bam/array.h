@@ -39,6 +39,7 @@
 #define BAM_SLOT_CNT     0x00ffffffu
 
 #define BAM_MAX_ARRAYS   64
+#define BAM_CNT_SHARDS   16
 #define BAM_TAG_NONE     0xffffffffffffffffull
 #define BAM_TAG_LINE_BITS 40
 
@@ -53,7 +54,8 @@ struct bam_array_counters {
 	uint64_t misses;          /* line fills */
 	uint64_t evictions;       /* lines of this array evicted */
 	uint64_t writebacks;      /* dirty lines of this array written to storage */
-	uint64_t bytes_requested; /* bytes the application read/wrote through the API */
+	uint64_t bytes_requested; /* bytes the application read/wrote through the API
+				   * (= accesses * elem_size: filled in by bam_array_stats) */
 	uint64_t bytes_read;      /* bytes read from storage */
 	uint64_t bytes_written;   /* bytes written to storage */
 	uint64_t errors;          /* failed accesses */
@@ -78,7 +80,9 @@ struct bam_array_dev {
 	uint64_t base_lba;        /* first LBA of the array on each of its controllers */
 	uint32_t lba_shift;
 	uint32_t pad;
-	struct bam_array_counters cnt;
+	/* counters, sharded by SM so that concurrent warps do not all hit one address;
+	 * bam_array_stats sums them */
+	struct bam_array_counters cnt[BAM_CNT_SHARDS];
 };
 
 struct bam_cache_dev {
@@ -94,6 +98,19 @@ struct bam_cache_dev {
 	uint64_t hand;            /* clock hand (atomic) */
 	struct bam_array_dev *arrays[BAM_MAX_ARRAYS];
 };
+
+/* Counter shard of the calling thread: its SM on the GPU, 0 on the host. */
+BAM_HD_INLINE uint32_t bam_cnt_shard(void)
+{
+#if BAM_ON_GPU
+	uint32_t smid;
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+	return smid & (BAM_CNT_SHARDS - 1);
+#else
+	return 0;
+#endif
+}
+#define BAM_CNT(a) ((a)->cnt[bam_cnt_shard()])
 
 /* ---- line placement ------------------------------------------------------------ */
 
@@ -144,7 +161,7 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 		if (*status)
 			return -EIO;
 	}
-	bam_fetch_add_relaxed_gpu_u64(opc == NVME_CMD_READ ? &a->cnt.bytes_read : &a->cnt.bytes_written,
+	bam_fetch_add_relaxed_gpu_u64(opc == NVME_CMD_READ ? &BAM_CNT(a).bytes_read : &BAM_CNT(a).bytes_written,
 				      (uint64_t)bytes * reps);
 	return 0;
 }
@@ -218,14 +235,14 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
 		int rc = bam_array_line_io(va, vl, s, NVME_CMD_WRITE, hint, &status);
 		if (rc) {
 			bam_dev_record_error(va->io, rc, status);
-			bam_fetch_add_relaxed_gpu_u64(&va->cnt.errors, 1);
+			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).errors, 1);
 			return rc;
 		}
-		bam_fetch_add_relaxed_gpu_u64(&va->cnt.writebacks, 1);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).writebacks, 1);
 	}
 	bam_store_release_gpu_u32(&va->xlat[vl], BAM_XLAT_NONE);
 	bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
-	bam_fetch_add_relaxed_gpu_u64(&va->cnt.evictions, 1);
+	bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).evictions, 1);
 	return 0;
 }
 
@@ -245,7 +262,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 		uint32_t e = bam_load_acquire_gpu_u32(&a->xlat[l]);
 		if (e < BAM_XLAT_FILLING) {
 			if (bam_slot_try_get(c, e, tag, n)) {
-				bam_fetch_add_relaxed_gpu_u64(&a->cnt.hits, 1);
+				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).hits, 1);
 				return (int64_t)e;
 			}
 		} else if (e == BAM_XLAT_NONE &&
@@ -267,13 +284,13 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 					bam_store_release_gpu_u32(&c->state[s], 0);
 				} else {
 					bam_store_release_gpu_u32(&c->state[s], BAM_SLOT_VALID | BAM_SLOT_REF | n);
-					bam_fetch_add_relaxed_gpu_u64(&a->cnt.misses, 1);
+					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
 				}
 			}
 			bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
 			if (rc) {
 				bam_dev_record_error(a->io, rc, status);
-				bam_fetch_add_relaxed_gpu_u64(&a->cnt.errors, 1);
+				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
 				return rc;
 			}
 			return s;
@@ -281,7 +298,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 		/* someone else fills it, or the slot changed under us: retry, bounded */
 		if (bam_time_ns() > deadline) {
 			bam_dev_record_error(a->io, -ETIMEDOUT, 0);
-			bam_fetch_add_relaxed_gpu_u64(&a->cnt.errors, 1);
+			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
 			return -ETIMEDOUT;
 		}
 		bam_spin_pause(iter++);
@@ -369,8 +386,7 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
 	int64_t s = bam_array_line_acquire(a, l, 1, i);
 	if (s >= 0)
 		*p = c->lines + ((uint64_t)s << c->line_shift) + (byte & (c->line_size - 1));
-	bam_fetch_add_relaxed_gpu_u64(&a->cnt.accesses, 1);
-	bam_fetch_add_relaxed_gpu_u64(&a->cnt.bytes_requested, a->elem_size);
+	bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, 1);
 	return s;
 }
 
@@ -379,7 +395,8 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
  * lie in one line form a group; its leader acquires the line with one reference per
  * member and the slot is broadcast. Synchronises the active threads of the warp.
  */
-BAM_HD_INLINE int64_t bam_array_warp_ref(struct bam_array_dev *a, uint64_t i, void **p)
+BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t i, void **p,
+						uint32_t *group, uint32_t *leader_out)
 {
 	struct bam_cache_dev *c = a->cache;
 	int oob = i >= a->n_elems;
@@ -391,15 +408,31 @@ BAM_HD_INLINE int64_t bam_array_warp_ref(struct bam_array_dev *a, uint64_t i, vo
 	int64_t s = -ERANGE;
 	if (!oob && bam_lane_id() == leader) {
 		s = bam_array_line_acquire(a, l, bam_popc(mask), i);
-		bam_fetch_add_relaxed_gpu_u64(&a->cnt.accesses, bam_popc(mask));
-		bam_fetch_add_relaxed_gpu_u64(&a->cnt.bytes_requested, (uint64_t)bam_popc(mask) * a->elem_size);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, bam_popc(mask));
 	}
 	if (oob && bam_lane_id() == leader)
 		bam_dev_record_error(a->io, -ERANGE, 0);
 	s = bam_warp_bcast_i64(mask, s, leader);
 	if (s >= 0)
 		*p = c->lines + ((uint64_t)s << c->line_shift) + (byte & (c->line_size - 1));
+	*group = mask;
+	*leader_out = leader;
 	return s;
+}
+
+/* Release a group's references: once every member is done with the line (the warp
+ * barrier), the leader drops them all with one atomic. */
+BAM_HD_INLINE void bam_array_warp_put(struct bam_array_dev *a, int64_t s, uint32_t group, uint32_t leader)
+{
+	bam_warp_sync(group);
+	if (s >= 0 && bam_lane_id() == leader)
+		bam_slot_put(a->cache, (uint64_t)s, bam_popc(group));
+}
+
+BAM_HD_INLINE int64_t bam_array_warp_ref(struct bam_array_dev *a, uint64_t i, void **p)
+{
+	uint32_t g, l;
+	return bam_array_warp_ref_group(a, i, p, &g, &l);
 }
 
 /* Mark a referenced slot dirty (after a store through its pointer). */
@@ -433,14 +466,11 @@ BAM_HD_INLINE void bam_slot_mark_dirty(struct bam_cache_dev *c, uint64_t s)
 	BAM_HD_INLINE int bam_array_warp_read_##SUF(struct bam_array_dev *a, uint64_t i, T *out) \
 	{                                                                                        \
 		void *p = 0;                                                                     \
-		int64_t s = bam_array_warp_ref(a, i, &p);                                        \
-		if (s < 0) {                                                                     \
-			*out = (T)0;                                                             \
-			return (int)s;                                                           \
-		}                                                                                \
-		*out = *(volatile T *)p;                                                         \
-		bam_slot_put(a->cache, (uint64_t)s, 1);                                          \
-		return 0;                                                                        \
+		uint32_t g, l;                                                                   \
+		int64_t s = bam_array_warp_ref_group(a, i, &p, &g, &l);                          \
+		*out = s < 0 ? (T)0 : *(volatile T *)p;                                          \
+		bam_array_warp_put(a, s, g, l);                                                  \
+		return s < 0 ? (int)s : 0;                                                       \
 	}                                                                                        \
 	BAM_HD_INLINE int bam_array_write_##SUF(struct bam_array_dev *a, uint64_t i, T v)        \
 	{                                                                                        \
@@ -456,13 +486,15 @@ BAM_HD_INLINE void bam_slot_mark_dirty(struct bam_cache_dev *c, uint64_t s)
 	BAM_HD_INLINE int bam_array_warp_write_##SUF(struct bam_array_dev *a, uint64_t i, T v)   \
 	{                                                                                        \
 		void *p = 0;                                                                     \
-		int64_t s = bam_array_warp_ref(a, i, &p);                                        \
-		if (s < 0)                                                                       \
-			return (int)s;                                                           \
-		*(volatile T *)p = v;                                                            \
-		bam_slot_mark_dirty(a->cache, (uint64_t)s);                                      \
-		bam_slot_put(a->cache, (uint64_t)s, 1);                                          \
-		return 0;                                                                        \
+		uint32_t g, l;                                                                   \
+		int64_t s = bam_array_warp_ref_group(a, i, &p, &g, &l);                          \
+		if (s >= 0) {                                                                    \
+			*(volatile T *)p = v;                                                    \
+			if (bam_lane_id() == l)                                                  \
+				bam_slot_mark_dirty(a->cache, (uint64_t)s);                      \
+		}                                                                                \
+		bam_array_warp_put(a, s, g, l);                                                  \
+		return s < 0 ? (int)s : 0;                                                       \
 	}
 
 BAM_ARRAY_ACCESSORS(u32, uint32_t)
@@ -589,11 +621,11 @@ BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
 	int rc = bam_array_line_io(a, tag & ((1ull << BAM_TAG_LINE_BITS) - 1), s, NVME_CMD_WRITE, s, &status);
 	if (rc) {
 		bam_dev_record_error(a->io, rc, status);
-		bam_fetch_add_relaxed_gpu_u64(&a->cnt.errors, 1);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
 		bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY);
 		return rc;
 	}
-	bam_fetch_add_relaxed_gpu_u64(&a->cnt.writebacks, 1);
+	bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).writebacks, 1);
 	bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~(BAM_SLOT_BUSY | BAM_SLOT_DIRTY));
 	return 0;
 }

@@ -350,18 +350,29 @@ int bam_array_stats(struct bam_array *a, struct bam_array_stats *out)
 	if (rc)
 		return rc;
 	memset(out, 0, sizeof(*out));
-	out->c = tmp.cnt;
-	uint64_t moved = tmp.cnt.bytes_read + tmp.cnt.bytes_written;
-	out->amplification = tmp.cnt.bytes_requested ? (double)moved / (double)tmp.cnt.bytes_requested : 0;
-	uint64_t lk = tmp.cnt.hits + tmp.cnt.misses;
-	out->hit_rate = lk ? (double)tmp.cnt.hits / (double)lk : 0;
+	for (int k = 0; k < BAM_CNT_SHARDS; k++) {
+		const struct bam_array_counters *c = &tmp.cnt[k];
+		out->c.hits += c->hits;
+		out->c.misses += c->misses;
+		out->c.evictions += c->evictions;
+		out->c.writebacks += c->writebacks;
+		out->c.bytes_read += c->bytes_read;
+		out->c.bytes_written += c->bytes_written;
+		out->c.errors += c->errors;
+		out->c.accesses += c->accesses;
+	}
+	out->c.bytes_requested = out->c.accesses * tmp.elem_size;
+	uint64_t moved = out->c.bytes_read + out->c.bytes_written;
+	out->amplification = out->c.bytes_requested ? (double)moved / (double)out->c.bytes_requested : 0;
+	uint64_t lk = out->c.hits + out->c.misses;
+	out->hit_rate = lk ? (double)out->c.hits / (double)lk : 0;
 	return 0;
 }
 
 int bam_array_stats_reset(struct bam_array *a)
 {
-	struct bam_array_counters z;
-	memset(&z, 0, sizeof(z));
+	struct bam_array_counters z[BAM_CNT_SHARDS];
+	memset(z, 0, sizeof(z));
 	return bam_mem_copy(a->cache->ctx, (uint8_t *)a->d + offsetof(struct bam_array_dev, cnt), &z, sizeof(z));
 }
 
