@@ -57,6 +57,7 @@ struct fault_case {
 	const char *name;     /* table row */
 	const char *faults;   /* appended to the faulty back end string */
 	uint64_t timeout_ns;  /* of the faulty side: SHORT_ or LONG_TIMEOUT_NS */
+	uint32_t cache_lines; /* slots of the faulty side's cache (0: CACHE_LINES) */
 	uint32_t allowed;     /* ALLOW(E_...) errors the faulty side may report */
 	int must_fail;        /* the fault must show: errors > 0 */
 	int injects;          /* the controller counts it in bam_ctrl_stats.injected (a
@@ -91,6 +92,10 @@ static const struct fault_case cases[] = {
 	{.name = "stops answering after 1500 cmds", .faults = ",stop_after=1500",
 	 .timeout_ns = SHORT_TIMEOUT_NS, .allowed = TIMEOUT_ERRS,
 	 .must_fail = 1},
+	/* fewer slots than threads: fills waiting for answers that never come hold every
+	 * slot, so other threads find no victim before the timeout (-EBUSY) */
+	{.name = "stops after 1 cmd, 2-slot cache", .faults = ",stop_after=1",
+	 .timeout_ns = SHORT_TIMEOUT_NS, .cache_lines = 2, .allowed = TIMEOUT_ERRS, .must_fail = 1},
 };
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -117,7 +122,7 @@ struct result {
 };
 static struct result results[N_CASES];
 
-static void side_open(struct side *s, const char *backend, uint64_t timeout_ns)
+static void side_open(struct side *s, const char *backend, uint64_t timeout_ns, uint32_t cache_lines)
 {
 	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 4, .queue_depth = 32,
 				 .timeout_ns = timeout_ns, .quiet = 1};
@@ -126,7 +131,8 @@ static void side_open(struct side *s, const char *backend, uint64_t timeout_ns)
 	if (rc)
 		fprintf(stderr, "%s: %s\n", backend, err);
 	assert_int_equal(rc, 0);
-	struct bam_cache_opts co = {.capacity = CACHE_LINES * LINE, .line_size = LINE};
+	struct bam_cache_opts co = {.capacity = (uint64_t)(cache_lines ? cache_lines : CACHE_LINES) * LINE,
+				    .line_size = LINE};
 	assert_int_equal(bam_cache_create(s->ctx, &co, &s->cache), 0);
 	struct bam_array_opts ao = {.n_elems = N_ELEMS, .elem_size = 4, .layout = BAM_LAYOUT_STRIPE};
 	assert_int_equal(bam_array_create(s->cache, &ao, &s->arr), 0);
@@ -340,8 +346,8 @@ static void run_case(size_t ci)
 	char backend[256];
 	memset(r, 0, sizeof(*r));
 	snprintf(backend, sizeof(backend), "emu:size=4M%s", fc->faults);
-	side_open(&f, backend, fc->timeout_ns);
-	side_open(&h, "emu:size=4M", 0);
+	side_open(&f, backend, fc->timeout_ns, fc->cache_lines);
+	side_open(&h, "emu:size=4M", 0, 0);
 
 	uint64_t t0 = bam_time_ns();
 	struct job *j = calloc(1, sizeof(*j));
@@ -434,6 +440,7 @@ CASE_TEST(2)
 CASE_TEST(3)
 CASE_TEST(4)
 CASE_TEST(5)
+CASE_TEST(6)
 
 /* ---- bam bench reports injected faults -------------------------------------------- */
 
@@ -502,6 +509,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_case_0), cmocka_unit_test(test_case_1), cmocka_unit_test(test_case_2),
 		cmocka_unit_test(test_case_3), cmocka_unit_test(test_case_4), cmocka_unit_test(test_case_5),
+		cmocka_unit_test(test_case_6),
 		cmocka_unit_test(test_bench_reports_faults),
 	};
 	return cmocka_run_group_tests(tests, NULL, print_table);
