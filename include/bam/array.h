@@ -27,6 +27,7 @@
 #ifndef BAM_ARRAY_H
 #define BAM_ARRAY_H
 
+#include "bam/defs.h"
 #include "bam/dev.h"
 
 #define BAM_XLAT_NONE    0xffffffffu

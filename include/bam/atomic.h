@@ -16,6 +16,7 @@
 #ifndef BAM_ATOMIC_H
 #define BAM_ATOMIC_H
 
+
 #include "bam/defs.h"
 
 #include <sched.h>

@@ -11,6 +11,7 @@
 #ifndef BAM_BACKEND_H
 #define BAM_BACKEND_H
 
+#include "bam/defs.h"
 #include "bam/bam.h"
 
 BAM_EXTERN_C_BEGIN

@@ -15,8 +15,8 @@
 #ifndef BAM_BAM_H
 #define BAM_BAM_H
 
-#include <stdio.h>
 #include "bam/defs.h"
+#include <stdio.h>
 #include "bam/nvme_spec.h"
 #include "bam/qpair.h"
 

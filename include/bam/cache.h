@@ -11,6 +11,7 @@
 #ifndef BAM_CACHE_H
 #define BAM_CACHE_H
 
+#include "bam/defs.h"
 #include <stdio.h>
 #include "bam/bam.h"
 #include "bam/array.h"

@@ -20,11 +20,11 @@
 #ifndef BAM_GRAPH_H
 #define BAM_GRAPH_H
 
+#include "bam/defs.h"
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bam/defs.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "bam graph files are little-endian and are read in place: little-endian hosts only"

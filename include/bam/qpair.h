@@ -32,8 +32,8 @@
 #ifndef BAM_QPAIR_H
 #define BAM_QPAIR_H
 
-#include <errno.h>
 #include "bam/defs.h"
+#include <errno.h>
 #include "bam/atomic.h"
 #include "bam/nvme_spec.h"
 
