@@ -338,104 +338,11 @@ static int emu_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *da
 {
 	struct emu *e = priv;
 	struct emu_host_ctrl *hc = &e->c[ci];
-	struct emu_ctrl *h = &hc->h;
-	uint16_t st = 0;
+	char sn[21];
+	snprintf(sn, sizeof(sn), "BAMEMU%04u", ci);
 	memset(cqe, 0, sizeof(*cqe));
 	cqe->cid = s->cid;
-	switch (s->opc) {
-	case NVME_ADMIN_IDENTIFY: {
-		uint8_t cns = s->cdw10 & 0xff;
-		if (!data) {
-			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
-		} else if (cns == NVME_IDENTIFY_CNS_CTRL) {
-			struct nvme_id_ctrl *id = data;
-			memset(id, 0, sizeof(*id));
-			id->vid = 0xbaba;
-			snprintf(id->sn, sizeof(id->sn), "BAMEMU%04u", ci);
-			char mn[41];
-			memset(mn, ' ', 40);
-			size_t l = strlen(e->cfg.profile->model);
-			memcpy(mn, e->cfg.profile->model, l > 40 ? 40 : l);
-			memcpy(id->mn, mn, 40);
-			memcpy(id->fr, "0.1     ", 8);
-			id->mdts = EMU_MDTS;
-			id->ver = NVME_VS(2, 0, 0);
-			id->sqes = 0x66;
-			id->cqes = 0x44;
-			id->maxcmd = 0xffff;
-			id->nn = 1;
-		} else if (cns == NVME_IDENTIFY_CNS_NS) {
-			if (s->nsid != 1) {
-				st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
-				break;
-			}
-			struct nvme_id_ns *id = data;
-			memset(id, 0, sizeof(*id));
-			id->nsze = id->ncap = id->nuse = h->nlba;
-			id->nlbaf = 0;
-			id->flbas = 0;
-			id->lbaf[0].lbads = (uint8_t)h->lba_shift;
-		} else {
-			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-		}
-		break;
-	}
-	case NVME_ADMIN_CREATE_CQ:
-	case NVME_ADMIN_CREATE_SQ: {
-		uint32_t qid = s->cdw10 & 0xffff, qsize = (s->cdw10 >> 16) + 1;
-		if (qid == 0 || qid > EMU_MAX_QUEUES) {
-			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
-			break;
-		}
-		if (qsize < 2 || qsize > 65536) {
-			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
-			break;
-		}
-		if (!(s->cdw11 & 1u) || !s->prp1 || (s->prp1 & (NVME_PAGE_SIZE - 1))) {
-			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-			break;
-		}
-		struct emu_queue *q = &hc->qh[qid];
-		if (s->opc == NVME_ADMIN_CREATE_CQ) {
-			q->cq = (struct nvme_cqe *)(uintptr_t)s->prp1;
-			q->depth = qsize;
-			q->cq_tail = 0;
-			q->phase = 1;
-		} else {
-			uint32_t cqid = s->cdw11 >> 16;
-			if (cqid != qid || !q->cq) {
-				st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_CQ_INVALID);
-				break;
-			}
-			if (qsize != q->depth) {
-				st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
-				break;
-			}
-			q->sq = (struct nvme_sqe *)(uintptr_t)s->prp1;
-			q->sq_head = 0;
-			q->sqid = qid;
-			q->created = 1;
-			if (qid > h->nq)
-				h->nq = qid;
-		}
-		break;
-	}
-	case NVME_ADMIN_DELETE_SQ:
-	case NVME_ADMIN_DELETE_CQ: {
-		uint32_t qid = s->cdw10 & 0xffff;
-		if (qid == 0 || qid > EMU_MAX_QUEUES || !hc->qh[qid].cq) {
-			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
-			break;
-		}
-		hc->qh[qid].created = 0;
-		if (s->opc == NVME_ADMIN_DELETE_CQ)
-			hc->qh[qid].cq = NULL;
-		break;
-	}
-	default:
-		st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
-	}
-	cqe->status = st;
+	cqe->status = bam_emu_admin_exec(&hc->h, EMU_MAX_QUEUES, EMU_MDTS, sn, e->cfg.profile->model, s, data);
 	return 0;
 }
 

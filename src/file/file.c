@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include "../core/ctx_internal.h"
 #include "file_core.h"
+#include "../emu/emu.h"
 
 #define ST(sct, sc) NVME_STATUS(sct, sc)
 #define FILE_MAX_RETRIES 16 /* -EAGAIN / -EINTR resubmissions of one command */
@@ -448,110 +449,15 @@ static int file_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *d
 {
 	struct file_be *fb = priv;
 	struct file_ctrl *fc = &fb->c[ci];
-	struct emu_ctrl *h = &fc->e;
-	uint16_t st = 0;
+	char sn[21], mn[64];
+	snprintf(sn, sizeof(sn), "BAMFILE%04u", ci);
+	/* model: the file's name, as an SSD's MN names the device */
+	const char *base = strrchr(fc->path, '/');
+	base = base && base[1] ? base + 1 : fc->path;
+	snprintf(mn, sizeof(mn), "%s %s", fc->blkdev ? "bam block" : "bam file", base);
 	memset(cqe, 0, sizeof(*cqe));
 	cqe->cid = s->cid;
-	switch (s->opc) {
-	case NVME_ADMIN_IDENTIFY: {
-		uint8_t cns = s->cdw10 & 0xff;
-		if (!data) {
-			st = ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
-		} else if (cns == NVME_IDENTIFY_CNS_CTRL) {
-			struct nvme_id_ctrl *id = data;
-			memset(id, 0, sizeof(*id));
-			id->vid = 0xbaba;
-			char sn[21];
-			snprintf(sn, sizeof(sn), "BAMFILE%04u", ci);
-			memset(id->sn, ' ', sizeof(id->sn));
-			memcpy(id->sn, sn, strlen(sn));
-			/* model: the file's name, as an SSD's MN names the device */
-			const char *base = strrchr(fc->path, '/');
-			base = base && base[1] ? base + 1 : fc->path;
-			char mn[64];
-			snprintf(mn, sizeof(mn), "%s %s", fc->blkdev ? "bam block" : "bam file", base);
-			memset(id->mn, ' ', sizeof(id->mn));
-			size_t l = strlen(mn);
-			memcpy(id->mn, mn, l > sizeof(id->mn) ? sizeof(id->mn) : l);
-			memcpy(id->fr, "0.1     ", 8);
-			id->mdts = FILE_MDTS;
-			id->ver = NVME_VS(2, 0, 0);
-			id->sqes = 0x66;
-			id->cqes = 0x44;
-			id->maxcmd = 0xffff;
-			id->nn = 1;
-		} else if (cns == NVME_IDENTIFY_CNS_NS) {
-			if (s->nsid != 1) {
-				st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
-				break;
-			}
-			struct nvme_id_ns *id = data;
-			memset(id, 0, sizeof(*id));
-			id->nsze = id->ncap = id->nuse = h->nlba;
-			id->nlbaf = 0;
-			id->flbas = 0;
-			id->lbaf[0].lbads = (uint8_t)h->lba_shift;
-		} else {
-			st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-		}
-		break;
-	}
-	case NVME_ADMIN_CREATE_CQ:
-	case NVME_ADMIN_CREATE_SQ: {
-		uint32_t qid = s->cdw10 & 0xffff, qsize = (s->cdw10 >> 16) + 1;
-		if (qid == 0 || qid > FILE_MAX_QUEUES) {
-			st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
-			break;
-		}
-		if (qsize < 2 || qsize > 65536) {
-			st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
-			break;
-		}
-		if (!(s->cdw11 & 1u) || !s->prp1 || (s->prp1 & (NVME_PAGE_SIZE - 1))) {
-			st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-			break;
-		}
-		struct emu_queue *q = &h->q[qid];
-		if (s->opc == NVME_ADMIN_CREATE_CQ) {
-			q->cq = (struct nvme_cqe *)(uintptr_t)s->prp1;
-			q->depth = qsize;
-			q->cq_tail = 0;
-			q->phase = 1;
-		} else {
-			uint32_t cqid = s->cdw11 >> 16;
-			if (cqid != qid || !q->cq) {
-				st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_CQ_INVALID);
-				break;
-			}
-			if (qsize != q->depth) {
-				st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QUEUE_SIZE);
-				break;
-			}
-			q->sq = (struct nvme_sqe *)(uintptr_t)s->prp1;
-			q->sq_head = 0;
-			q->sqid = qid;
-			q->created = 1;
-			if (qid > h->nq)
-				h->nq = qid;
-		}
-		break;
-	}
-	case NVME_ADMIN_DELETE_SQ:
-	case NVME_ADMIN_DELETE_CQ: {
-		uint32_t qid = s->cdw10 & 0xffff;
-		if (qid == 0 || qid > FILE_MAX_QUEUES || !h->q[qid].cq) {
-			st = ST(NVME_SCT_CMD_SPECIFIC, NVME_SC_QID_INVALID);
-			break;
-		}
-		h->q[qid].created = 0;
-		if (s->opc == NVME_ADMIN_DELETE_CQ)
-			h->q[qid].cq = NULL;
-		break;
-	}
-	default:
-		st = ST(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
-	}
-	cqe->status = st;
+	cqe->status = bam_emu_admin_exec(&fc->e, FILE_MAX_QUEUES, FILE_MDTS, sn, mn, s, data);
 	return 0;
 }
 
