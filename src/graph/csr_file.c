@@ -80,8 +80,9 @@ static int gr_header_check(const struct bam_graph_header *h, uint64_t file_size,
 		       (unsigned long long)h->edges_bytes, h->id_bytes, (unsigned long long)m);
 		return -EINVAL;
 	}
+	/* offsets_offset + offsets_bytes must not wrap past 2^64 (found by fuzz_graph_file) */
 	if (h->offsets_offset < BAM_GRAPH_HEADER_BYTES || h->offsets_offset % BAM_GRAPH_ALIGN ||
-	    h->edges_offset % BAM_GRAPH_ALIGN ||
+	    h->edges_offset % BAM_GRAPH_ALIGN || h->offsets_offset > UINT64_MAX - h->offsets_bytes ||
 	    h->edges_offset < h->offsets_offset + h->offsets_bytes) {
 		gr_err(err, errlen, "%s: arrays misplaced (offsets at %llu, edges at %llu; both must be %u-aligned, in order, after the header)",
 		       path, (unsigned long long)h->offsets_offset,
