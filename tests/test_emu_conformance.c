@@ -44,7 +44,8 @@ static int raw(struct bam_ctx *ctx, struct nvme_sqe *s, uint16_t *st)
 
 static uint8_t *page_buf(size_t bytes)
 {
-	uint8_t *p = aligned_alloc(4096, bytes);
+	/* C11 aligned_alloc wants the size to be a multiple of the alignment */
+	uint8_t *p = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 	memset(p, 0, bytes);
 	return p;
 }
