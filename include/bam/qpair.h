@@ -177,7 +177,12 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		}
 		sqhd = bam_load_relaxed_u32(&((const uint32_t *)&qp->cq[slot])[2]) & 0xffffu;
 		have_sqhd = 1;
-		/* the CQE is passed: its CID may be reused */
+		/* The CQE is passed. Publish the head past it BEFORE its CID can be reused:
+		 * a thread that takes the CID (acquiring the FREE store below) then starts its
+		 * CQ scan past this CQE. Freeing first let a new owner of the CID take this
+		 * old completion as its own (found by the SPIN model, models/README.md bug 1:
+		 * wrong data, then a stalled CQ). */
+		bam_store_release_gpu_u32(&qp->cq_head, h + 1);
 		bam_store_release_gpu_u32(&qp->cid_state[cidv], BAM_CID_FREE);
 		freed++;
 		h++;
