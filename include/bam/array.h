@@ -37,7 +37,11 @@
 #define BAM_SLOT_BUSY    (1u << 30)
 #define BAM_SLOT_DIRTY   (1u << 29)
 #define BAM_SLOT_REF     (1u << 28)
+#define BAM_SLOT_PINNED  (1u << 27) /* never evicted: a write-back of it timed out */
 #define BAM_SLOT_CNT     0x00ffffffu
+/* A slot whose fill timed out is retired: BUSY for good, never reused, since the
+ * controller may still write into it. */
+#define BAM_SLOT_RETIRED BAM_SLOT_BUSY
 
 #define BAM_MAX_ARRAYS   64
 #define BAM_CNT_SHARDS   16
@@ -205,7 +209,7 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
 			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
 			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
-			if ((st & BAM_SLOT_BUSY) || (st & BAM_SLOT_CNT))
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT))
 				continue;
 			if (st & BAM_SLOT_REF) {
 				bam_cas_acq_rel_gpu_u32(&c->state[s], st, st & ~BAM_SLOT_REF);
@@ -237,6 +241,10 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
 		if (rc) {
 			bam_dev_record_error(va->io, rc, status);
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).errors, 1);
+			/* The line stays cached and dirty. After a timeout the controller may
+			 * still read the slot: pin it so that it never holds another line. */
+			if (rc == -ETIMEDOUT)
+				bam_fetch_or_acq_rel_gpu_u32(&c->state[s], BAM_SLOT_PINNED);
 			return rc;
 		}
 		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).writebacks, 1);
@@ -280,9 +288,11 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				bam_store_relaxed_u64(&c->tag[s], tag);
 				rc = bam_array_line_io(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status);
 				if (rc) {
-					/* not published: the slot goes back empty */
+					/* Not published. After an error status the slot goes back
+					 * empty; after a timeout the controller may still write into
+					 * it, so it is retired (the cache shrinks by one line). */
 					bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
-					bam_store_release_gpu_u32(&c->state[s], 0);
+					bam_store_release_gpu_u32(&c->state[s], rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u);
 				} else {
 					bam_store_release_gpu_u32(&c->state[s], BAM_SLOT_VALID | BAM_SLOT_REF | n);
 					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
@@ -623,6 +633,8 @@ BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
 	if (rc) {
 		bam_dev_record_error(a->io, rc, status);
 		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
+		if (rc == -ETIMEDOUT) /* the controller may still read it: never reuse */
+			bam_fetch_or_acq_rel_gpu_u32(&c->state[s], BAM_SLOT_PINNED);
 		bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY);
 		return rc;
 	}

@@ -161,10 +161,12 @@ int bam_cache_invalidate(struct bam_cache *c)
 	if ((rc = bam_mem_copy(c->ctx, st, c->h.state, n * 4)) || (rc = bam_mem_copy(c->ctx, tag, c->h.tag, n * 8)))
 		goto out;
 	for (uint64_t s = 0; s < n; s++) {
-		if (st[s] & (BAM_SLOT_DIRTY | BAM_SLOT_BUSY | BAM_SLOT_CNT)) {
+		int retired = st[s] == BAM_SLOT_RETIRED && tag[s] == BAM_TAG_NONE;
+		if (!retired && (st[s] & (BAM_SLOT_DIRTY | BAM_SLOT_BUSY | BAM_SLOT_CNT | BAM_SLOT_PINNED))) {
 			rc = -EBUSY;
 			goto out;
 		}
+		st[s] = retired ? BAM_SLOT_RETIRED : 0; /* retired slots stay out of use */
 	}
 	/* unmap every line from its array, then empty the slots */
 	for (int i = 0; i < BAM_MAX_ARRAYS; i++) {
@@ -172,7 +174,7 @@ int bam_cache_invalidate(struct bam_cache *c)
 		if (a && (rc = bam_mem_set(c->ctx, a->h.xlat, 0xff, a->h.n_lines * 4)))
 			goto out;
 	}
-	if ((rc = bam_mem_set(c->ctx, c->h.state, 0, n * 4)) || (rc = bam_mem_set(c->ctx, c->h.tag, 0xff, n * 8)))
+	if ((rc = bam_mem_copy(c->ctx, c->h.state, st, n * 4)) || (rc = bam_mem_set(c->ctx, c->h.tag, 0xff, n * 8)))
 		goto out;
 out:
 	free(st);
