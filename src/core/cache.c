@@ -116,6 +116,7 @@ uint32_t bam_cache_line_size(const struct bam_cache *c) { return c->h.line_size;
 struct flush_job {
 	struct bam_cache_dev *d;
 	uint32_t failures;
+	int first_err;
 	uint64_t per;
 };
 
@@ -126,8 +127,11 @@ static void flush_thread(void *arg, uint64_t t)
 		int rc;
 		while ((rc = bam_cache_flush_slot(j->d, s)) == -EAGAIN)
 			;
-		if (rc)
+		if (rc) {
+			int zero = 0;
 			__atomic_fetch_add(&j->failures, 1, __ATOMIC_RELAXED);
+			__atomic_compare_exchange_n(&j->first_err, &zero, rc, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -144,6 +148,8 @@ int bam_cache_flush(struct bam_cache *c)
 		struct flush_job j = {.d = c->d, .per = (c->h.n_slots + 63) / 64};
 		bam_cpu_launch(64, 64, flush_thread, &j);
 		failures = j.failures;
+		if (failures)
+			return j.first_err == -ETIMEDOUT ? -ETIMEDOUT : -EIO;
 	}
 	return failures ? -EIO : 0;
 }

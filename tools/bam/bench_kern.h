@@ -43,7 +43,8 @@ struct bench_args {
 	uint64_t nblocks;       /* bs-sized blocks in the tested region (all controllers) */
 	uint64_t threads;
 	uint64_t ios_per_thread;/* 0 = run for runtime_ns */
-	uint64_t runtime_ns;
+	uint64_t runtime_ns;    /* 0 = no time limit */
+	uint64_t deadline_ns;   /* absolute end of the run (CPU target), 0 = runtime_ns per thread */
 	uint64_t seed;
 };
 
@@ -146,8 +147,10 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 	int halted = 0;                  /* a submission timed out: drain, issue no more */
 
 	for (;;) {
-		int more = !halted && (a->ios_per_thread ? issued < a->ios_per_thread
-							 : bam_time_ns() - start < a->runtime_ns);
+		/* stop at whichever limit comes first: the I/O count or the run time */
+		int more = !halted && (!a->ios_per_thread || issued < a->ios_per_thread);
+		if (more && a->runtime_ns)
+			more = a->deadline_ns ? bam_time_ns() < a->deadline_ns : bam_time_ns() - start < a->runtime_ns;
 		if (!more && inflight == 0)
 			break;
 		uint32_t si = next % depth;

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,4 +31,26 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 double cli_now(void)
 {
 	return (double)bam_time_ns() / 1e9;
+}
+
+int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL; /* rejects '-', '+', spaces, empty */
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+	int rc = cli_u64(s, min, max, &v);
+	if (!rc)
+		*out = (uint32_t)v;
+	return rc;
 }

@@ -16,6 +16,7 @@
 #include "bam/bam.h"
 #include "bam/backend.h"
 #include "bench_kern.h"
+#include "cli_util.h"
 #include "cmds.h"
 #ifdef BAM_HAVE_CUDA
 #include "bench_gpu.h"
@@ -127,7 +128,7 @@ static uint64_t percentile(const struct bench_out *o, double q)
 struct progress {
 	struct bam_ctx *ctx;
 	struct bench_out *dev_out;
-	volatile int done;
+	int done; /* atomic: set by the main thread when the run ends */
 	uint64_t total_ios;
 	double runtime;
 	int quiet;
@@ -143,7 +144,7 @@ static void *progress_main(void *arg)
 	struct progress *p = arg;
 	double t0 = now_s(), last = t0;
 	uint64_t last_ios = 0;
-	while (!p->done) {
+	while (!__atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) {
 		usleep(100000);
 		double t = now_s();
 		if (t - last < 2.0 || p->quiet)
@@ -232,15 +233,15 @@ int bam_cmd_bench(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'm': o.rwmix_read = (uint32_t)strtoul(optarg, &end, 10); if (*end || o.rwmix_read > 100) goto bad; break;
+		case 'm': if (cli_u32(optarg, 0, 100, &o.rwmix_read)) goto bad; break;
 		case 'b': if (bam_parse_size(optarg, &o.bs)) goto bad; break;
 		case 's': if (bam_parse_size(optarg, &o.size)) goto bad; break;
-		case 't': o.runtime = strtod(optarg, &end); if (*end || o.runtime <= 0) goto bad; break;
-		case 'n': o.number_ios = strtoull(optarg, &end, 10); if (*end || !o.number_ios) goto bad; break;
-		case 'd': o.iodepth = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o.iodepth || o.iodepth > BENCH_MAX_IODEPTH) goto bad; break;
-		case 'T': o.threads = strtoull(optarg, &end, 10); if (*end || !o.threads) goto bad; break;
-		case 'q': o.qpairs = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o.qpairs) goto bad; break;
-		case 'Q': o.queue_depth = (uint32_t)strtoul(optarg, &end, 10); if (*end) goto bad; break;
+		case 't': o.runtime = strtod(optarg, &end); if (*end || !(o.runtime > 0) || o.runtime > 1e6) goto bad; break;
+		case 'n': if (cli_u64(optarg, 1, 1ull << 48, &o.number_ios)) goto bad; break;
+		case 'd': if (cli_u32(optarg, 1, BENCH_MAX_IODEPTH, &o.iodepth)) goto bad; break;
+		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &o.threads)) goto bad; break;
+		case 'q': if (cli_u32(optarg, 1, 65535, &o.qpairs)) goto bad; break;
+		case 'Q': if (cli_u32(optarg, 2, 65536, &o.queue_depth)) goto bad; break;
 		case 'B': o.backend = optarg; break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) o.target = BAM_TARGET_GPU;
@@ -248,17 +249,17 @@ int bam_cmd_bench(int argc, char **argv)
 			else if (!strcmp(optarg, "auto")) o.target = BAM_TARGET_AUTO;
 			else goto bad;
 			break;
-		case 'v': o.verify = (uint32_t)strtoul(optarg, &end, 10); if (*end || o.verify > 1) goto bad; break;
-		case 'L': o.baseline = (uint32_t)strtoul(optarg, &end, 10); if (*end || o.baseline > 1) goto bad; break;
-		case 'o': o.timeout_ms = strtoull(optarg, &end, 10); if (*end || !o.timeout_ms) goto bad; break;
-		case 'S': o.seed = strtoull(optarg, &end, 0); if (*end) goto bad; break;
-		case 'w': o.workers = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o.workers) goto bad; break;
+		case 'v': if (cli_u32(optarg, 0, 1, &o.verify)) goto bad; break;
+		case 'L': if (cli_u32(optarg, 0, 1, &o.baseline)) goto bad; break;
+		case 'o': if (cli_u64(optarg, 1, 3600000, &o.timeout_ms)) goto bad; break;
+		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o.seed)) goto bad; break;
+		case 'w': if (cli_u32(optarg, 1, 1024, &o.workers)) goto bad; break;
 		case 'j': o.json = 1; break;
 		case 'Z': o.quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		bad:
-			fprintf(stderr, "bench: bad value '%s' for --%s\n", optarg, lo[0].name ? argv[optind - 1] : "");
+			fprintf(stderr, "bench: bad value '%s' for %s (bam bench --help)\n", optarg, argv[optind - 1]);
 			return 2;
 		}
 	}
@@ -466,16 +467,23 @@ int bam_cmd_bench(int argc, char **argv)
 #endif
 	} else {
 		struct bench_args *ap = &a;
+		/* CPU target: logical threads run one after another on the host threads, so
+		 * the run time is one deadline for the whole run, not per logical thread */
+		if (a.runtime_ns)
+			a.deadline_ns = bam_time_ns() + a.runtime_ns;
 		rc = bam_cpu_launch(o.threads, (uint32_t)(o.threads > 1024 ? 1024 : o.threads), cpu_bench_thread, ap);
 		elapsed = now_s() - t0;
 	}
-	pr.done = 1;
+	__atomic_store_n(&pr.done, 1, __ATOMIC_RELEASE);
 	pthread_join(pth, NULL);
 
 	struct bench_out res;
 	memset(&res, 0, sizeof(res));
 	if (rc || bam_mem_copy(ctx, &res, dout, sizeof(res))) {
 		fprintf(stderr, "bench: run failed: %s\n", bam_strerror(rc ? rc : -EIO));
+		bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
 		bam_ctx_close(ctx);
 		return 1;
 	}
@@ -568,6 +576,9 @@ int bam_cmd_bench(int argc, char **argv)
 		exit_code = 1;
 	if (res.timeouts || getenv("BAM_DEBUG"))
 		bam_ctx_dump(ctx, stderr);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
 	bam_ctx_close(ctx);
 	return exit_code;
 }

@@ -77,7 +77,7 @@ static int run_kernel(struct bam_ctx *ctx, struct abench_args *a, double *secs)
 int bam_bench_array(int argc, char **argv)
 {
 	const char *backend = "emu";
-	uint64_t size = 1ull << 30, cache_bytes = 64ull << 20, threads = 0, steps = 64, ws = 0;
+	uint64_t size = 1ull << 30, cache_bytes = 64ull << 20, threads = 0, steps = 0, ws = 0;
 	uint32_t line = 4096, coalesce = 1, pattern = AB_RANDOM, json = 0, quiet = 0, workers = 0;
 	enum bam_target target = BAM_TARGET_AUTO;
 	static const struct option lo[] = {
@@ -88,7 +88,6 @@ int bam_bench_array(int argc, char **argv)
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		char *end = NULL;
 		uint64_t v;
 		switch (ch) {
 		case 'A': break;
@@ -108,8 +107,8 @@ int bam_bench_array(int argc, char **argv)
 			else goto bad;
 			break;
 		case 's': if (bam_parse_size(optarg, &size) || size < 4096) goto bad; break;
-		case 'T': threads = strtoull(optarg, &end, 10); if (*end || !threads) goto bad; break;
-		case 'n': steps = strtoull(optarg, &end, 10); if (*end || !steps) goto bad; break;
+		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &threads)) goto bad; break;
+		case 'n': if (cli_u64(optarg, 1, 1ull << 32, &steps)) goto bad; break;
 		case 'W': if (bam_parse_size(optarg, &ws) || !ws) goto bad; break;
 		case 'B': backend = optarg; break;
 		case 'g':
@@ -120,16 +119,25 @@ int bam_bench_array(int argc, char **argv)
 			break;
 		case 'j': json = 1; break;
 		case 'q': quiet = 1; break;
-		case 'w': workers = (uint32_t)strtoul(optarg, &end, 10); if (*end || !workers) goto bad; break;
+		case 'w': if (cli_u32(optarg, 1, 1024, &workers)) goto bad; break;
 		case 'h':
-			printf("usage: bam bench --array [--pattern=hot|random|warp] [--cache-size=SIZE] [--line-size=SIZE]\n"
-			       "       [--coalesce=on|off] [--size=SIZE (array bytes)] [--threads=N] [--steps=N reads per thread]\n"
-			       "       [--working-set=SIZE (hot)] [--backend=STR] [--target=gpu|cpu|auto] [--json]\n");
+			printf("usage: bam bench --array [options]\n"
+			       "  --pattern=P        hot (working set inside the cache: hit bandwidth), random (default:\n"
+			       "                     one random element per thread per step: misses), warp (32\n"
+			       "                     consecutive elements of a random line per warp: coalescing)\n"
+			       "  --cache-size=SIZE  cache bytes (default 64M)\n"
+			       "  --line-size=SIZE   cache line bytes, a power of two from 512 to 64K (default 4K)\n"
+			       "  --coalesce=on|off  warp coalescing (default on)\n"
+			       "  --size=SIZE        array bytes, u64 elements (default 1G)\n"
+			       "  --threads=N        default 262144 GPU, 16 CPU\n"
+			       "  --steps=N          reads per thread (default 64 GPU, 20000 CPU)\n"
+			       "  --working-set=SIZE bytes swept by --pattern=hot (default half the cache)\n"
+			       "  --backend=STR --target=gpu|cpu|auto --ctrl-workers=N --json --quiet\n");
 			return 0;
 		default:
 			return 2;
 		bad:
-			fprintf(stderr, "bench --array: bad value '%s' for %s\n", optarg, argv[optind - 1]);
+			fprintf(stderr, "bench --array: bad value '%s' for %s (bam bench --array --help)\n", optarg, argv[optind - 1]);
 			return 2;
 		}
 	}
@@ -143,6 +151,8 @@ int bam_bench_array(int argc, char **argv)
 #endif
 	if (!threads)
 		threads = tgt == BAM_TARGET_GPU ? 262144 : 16;
+	if (!steps) /* enough work that thread start-up does not dominate */
+		steps = tgt == BAM_TARGET_GPU ? 64 : 20000;
 	uint64_t n = size / 8;
 	if (!ws)
 		ws = cache_bytes / 2;
@@ -247,6 +257,7 @@ int bam_bench_array(int argc, char **argv)
 	}
 	rc = res[0] || res[1] ? -EIO : 0;
 out:
+	bam_mem_free(ctx, BAM_MEM_DEVICE, counters);
 	bam_cache_destroy(cache);
 	bam_ctx_close(ctx);
 	return rc ? 1 : 0;

@@ -501,8 +501,6 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	}
 	exit_code = r->verified < 0 ? 1 : 0;
 out:
-	if (rc && exit_code == 1 && !r->verified)
-		fprintf(stderr, "%s: failed: %s\n", do_cc ? "cc" : "bfs", bam_strerror(rc));
 	if (cache)
 		bam_cache_destroy(cache);
 	if (gm.ctx)
@@ -596,7 +594,6 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		char *end = NULL;
 		uint64_t v;
 		switch (ch) {
 		case 'M': {
@@ -614,9 +611,9 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'B': o->backend = optarg; break;
 		case 'C': if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) goto bad; break;
 		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; o->line = (uint32_t)v; break;
-		case 'n': o->nsources = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o->nsources) goto bad; break;
-		case 's': o->source = strtoll(optarg, &end, 10); if (*end || o->source < 0) goto bad; break;
-		case 'S': o->seed = strtoull(optarg, &end, 0); if (*end) goto bad; break;
+		case 'n': if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) goto bad; break;
+		case 's': if (cli_u64(optarg, 0, INT64_MAX, &v)) goto bad; o->source = (int64_t)v; break;
+		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o->seed)) goto bad; break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) o->target = BAM_TARGET_GPU;
 			else if (!strcmp(optarg, "cpu")) o->target = BAM_TARGET_CPU;
@@ -626,9 +623,9 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
-		case 'Q': o->qpairs = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o->qpairs) goto bad; break;
-		case 'w': o->workers = (uint32_t)strtoul(optarg, &end, 10); if (*end || !o->workers) goto bad; break;
-		case 'o': o->timeout_ms = strtoull(optarg, &end, 10); if (*end || !o->timeout_ms) goto bad; break;
+		case 'Q': if (cli_u32(optarg, 1, 65535, &o->qpairs)) goto bad; break;
+		case 'w': if (cli_u32(optarg, 1, 1024, &o->workers)) goto bad; break;
+		case 'o': if (cli_u64(optarg, 1, 3600000, &o->timeout_ms)) goto bad; break;
 		case 'h': usage(stdout, cmd); return -1;
 		default: usage(stderr, cmd); return 2;
 		bad:
