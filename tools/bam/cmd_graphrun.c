@@ -664,6 +664,18 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 int bam_cmd_demo(int argc, char **argv)
 {
 	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: bam demo [INPUT] [options]\n"
+			       "The main job: import INPUT (a text graph: SNAP, Matrix Market, LAW graph-txt or arc\n"
+			       "list, gzip or not; default $BAM_SHARED_DATA/graphs/cnr-2000.graph-txt.gz, with\n"
+			       "BAM_SHARED_DATA defaulting to ../shared/data) into .work/NAME.bcsr, then run BFS\n"
+			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
+			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
+			       "Options as for bam bfs: --backend --cache-size --line-size --sources --seed --target\n"
+			       "--qpairs --ctrl-workers --timeout-ms --json --quiet\n");
+			return 0;
+		}
 	int rc = parse_common(argc, argv, &o, "demo");
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -679,7 +691,18 @@ int bam_cmd_demo(int argc, char **argv)
 		return 1;
 	}
 	mkdir(".work", 0755);
-	const char *out = ".work/cnr-2000.bcsr";
+	/* .work/NAME.bcsr, NAME = the input's file name up to its first dot */
+	char name[256], outbuf[300];
+	const char *base = strrchr(input, '/');
+	base = base ? base + 1 : input;
+	size_t bl = strlen(base) < sizeof(name) - 1 ? strlen(base) : sizeof(name) - 1;
+	memcpy(name, base, bl);
+	name[bl] = 0;
+	char *dot = strchr(name, '.');
+	if (dot && dot != name)
+		*dot = 0;
+	snprintf(outbuf, sizeof(outbuf), ".work/%s.bcsr", name);
+	const char *out = outbuf;
 	char err[512];
 	struct bam_graph_build_opts bo = {.progress = o.quiet ? NULL : stderr};
 	struct bam_graph_build_stats bs;
@@ -707,9 +730,9 @@ int bam_cmd_demo(int argc, char **argv)
 	if ((rc = run_graph(&o, 1, &rcc)))
 		return rc;
 	print_result(&o, 1, &rcc);
-	printf("\ndemo summary: cnr-2000 imported in %.2f s; BFS %u sources %.3f s, CC %llu components %.3f s; "
-	       "results %s the CPU reference\n",
-	       t_imp, rb.runs, rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
+	printf("\ndemo summary: %s (%llu vertices, %llu arcs) imported in %.2f s; BFS %u sources %.3f s, "
+	       "CC %llu components %.3f s; results %s the CPU reference\n",
+	       name, (unsigned long long)bs.n_vertices, (unsigned long long)bs.n_edges, t_imp, rb.runs, rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
 	       rb.verified > 0 && rcc.verified > 0 ? "EQUAL to" : "DIFFER from");
 	return rb.verified > 0 && rcc.verified > 0 ? 0 : 1;
 }
