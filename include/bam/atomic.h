@@ -208,14 +208,14 @@ BAM_HD_INLINE uint64_t bam_cas_acq_rel_gpu_u64(uint64_t *p, uint64_t expected, u
 #endif
 }
 
-/* Atomic max; returns the old value. */
-BAM_HD_INLINE uint64_t bam_fetch_max_relaxed_gpu_u64(uint64_t *p, uint64_t v)
+/* Atomic min; returns the old value. */
+BAM_HD_INLINE uint64_t bam_fetch_min_relaxed_gpu_u64(uint64_t *p, uint64_t v)
 {
 #if BAM_ON_GPU
-	return atomicMax((unsigned long long *)p, (unsigned long long)v);
+	return atomicMin((unsigned long long *)p, (unsigned long long)v);
 #else
 	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
-	while (old < v && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (v < old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	return old;
 #endif

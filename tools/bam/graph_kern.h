@@ -107,18 +107,6 @@ BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uin
 	}
 }
 
-BAM_HD_INLINE uint64_t cc_atomic_min(uint64_t *p, uint64_t v)
-{
-#if BAM_ON_GPU
-	return atomicMin((unsigned long long *)p, (unsigned long long)v);
-#else
-	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
-	while (v < old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	return old;
-#endif
-}
-
 /* One warp hooks vertex v with all its out-neighbours, both directions. */
 BAM_HD_INLINE void cc_warp(const struct graph_view *g, struct cc_state *c, uint64_t v, uint32_t lane, uint32_t wsize)
 {
@@ -136,9 +124,9 @@ BAM_HD_INLINE void cc_warp(const struct graph_view *g, struct cc_state *c, uint6
 		}
 		uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
 		if (lu < lv)
-			changed |= cc_atomic_min(&c->label[v], lu) > lu;
+			changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[v], lu) > lu;
 		else if (lv < lu)
-			changed |= cc_atomic_min(&c->label[u], lv) > lv;
+			changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
 	}
 	if (changed)
 		bam_store_relaxed_u32(c->changed, 1);
@@ -151,7 +139,7 @@ BAM_HD_INLINE void cc_jump(struct cc_state *c, uint64_t v)
 	uint64_t l = bam_load_relaxed_u64(&c->label[v]);
 	uint64_t ll = bam_load_relaxed_u64(&c->label[l]);
 	if (ll < l) {
-		cc_atomic_min(&c->label[v], ll);
+		bam_fetch_min_relaxed_gpu_u64(&c->label[v], ll);
 		bam_store_relaxed_u32(c->changed, 1);
 	}
 }
