@@ -112,6 +112,7 @@ BAM_HD_INLINE int bam_qp_deadline_passed(uint64_t deadline)
 	return bam_time_ns() > deadline;
 }
 
+/* modelled in models/qpair.pml: inline trylock */
 BAM_HD_INLINE int bam_qp_trylock(uint32_t *lock)
 {
 	return bam_load_relaxed_u32(lock) == 0 && bam_cas_acq_rel_gpu_u32(lock, 0, 1) == 0;
@@ -145,6 +146,7 @@ BAM_HD_INLINE uint32_t bam_qp_cqe_dw3_relaxed(const struct bam_qpair *qp, uint32
  * CIDs), free their CIDs, free SQ slots up to the newest SQHD, release the credits and
  * ring the CQ head doorbell once. Caller holds cq_lock. Returns the number passed.
  */
+/* modelled in models/qpair.pml: inline move_head */
 BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 {
 	const uint32_t mask = qp->depth - 1;
@@ -182,6 +184,7 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		 * CQ scan past this CQE. Freeing first let a new owner of the CID take this
 		 * old completion as its own (found by the SPIN model, models/README.md bug 1:
 		 * wrong data, then a stalled CQ). */
+		/* modelled in models/qpair.pml: inline move_head (BROKEN_CID_BEFORE_HEAD drops this store) */
 		bam_store_release_gpu_u32(&qp->cq_head, h + 1);
 		bam_store_release_gpu_u32(&qp->cid_state[cidv], BAM_CID_FREE);
 		freed++;
@@ -211,6 +214,7 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 }
 
 /* One attempt to move the CQ head (helping whoever waits for credits). */
+/* modelled in models/qpair.pml: inline try_advance */
 BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
 {
 	if (bam_qp_trylock(&qp->cq_lock)) {
@@ -221,6 +225,7 @@ BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
 
 /* move_tail: the caller holds sq_lock. Advances sq_tail over consecutive marked slots,
  * clears their marks, writes the doorbell once. Returns the number made visible. */
+/* modelled in models/qpair.pml: inline move_tail */
 BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
 {
 	const uint32_t mask = qp->depth - 1;
@@ -266,6 +271,7 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 	if (bam_load_relaxed_u32(&qp->broken))
 		return -EIO;
 
+	/* modelled in models/qpair.pml: proctype Thread, steps 1-5 */
 	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule) */
 	for (;;) {
 		uint32_t c = bam_load_relaxed_u32(&qp->credits);
@@ -293,6 +299,7 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 		}
 	}
 
+	/* modelled in models/qpair.pml: step "3. a ticket, and the slot's turn" (CHECK_TURN_NOSPIN) */
 	/* 3. a ticket, and the slot's turn */
 	uint32_t ticket = bam_fetch_add_relaxed_gpu_u32(&qp->sq_ticket, 1);
 	uint32_t slot = ticket & mask;
@@ -325,6 +332,7 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 	bam_fetch_or_acq_rel_gpu_u32(&qp->sq_mark[slot >> 5], bam_qp_bit(slot));
 	bam_fetch_add_acq_rel_gpu_u32(&qp->sq_turn[slot], 1); /* even -> odd: in flight */
 
+	/* modelled in models/qpair.pml: step "5. move_tail ..." (TIMEOUTS; BROKEN_STEP5_STRAND) */
 	/* 5. move_tail until someone (maybe us) has moved the tail past our slot */
 	iter = 0;
 	while (bam_load_acquire_gpu_u32(&qp->sq_mark[slot >> 5]) & bam_qp_bit(slot)) {
@@ -355,6 +363,7 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
  * -ETIMEDOUT if no CQE for 'cid' arrives before 'deadline'; the CID is then abandoned
  * and a late CQE for it is discarded (counted in cnt.late).
  */
+/* modelled in models/qpair.pml: proctype Thread, block "bam_qpair_wait", label found */
 BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t deadline,
 				 uint16_t *status)
 {

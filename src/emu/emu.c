@@ -399,6 +399,7 @@ static void emu_exec_host(struct emu_ctrl *c, struct emu_queue *q, const struct 
 		emu_post_cqe(q, s->cid, st);
 }
 
+/* modelled in models/qpair.pml: proctype Controller */
 static void *emu_worker_main(void *arg)
 {
 	struct emu_worker *wk = arg;

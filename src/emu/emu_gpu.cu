@@ -65,6 +65,7 @@ __device__ static inline void warp_copy(uint8_t *dst, const uint8_t *src, uint32
 }
 
 /* Serve one queue: at most 32 commands. Returns the number executed. */
+/* modelled in models/qpair.pml: proctype Controller (-DCTRL_GPU) */
 __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_t lane, const uint32_t *stop)
 {
 	struct emu_queue *q = &c->q[qid];
