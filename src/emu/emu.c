@@ -361,8 +361,19 @@ struct emu_worker {
 	uint32_t ctrl, w, nw;
 };
 
-/* Execute one fetched SQE on the host and post its completion. */
-static void emu_exec_host(struct emu_ctrl *c, struct emu_queue *q, const struct nvme_sqe *s, const uint32_t *stop)
+/* A command executed but not yet completed: its CQE waits for the profile's time. */
+struct emu_pending {
+	uint64_t ready;   /* completion time (bam_time_ns), 0 = now */
+	uint32_t qid;
+	uint16_t cid, status;
+	uint32_t drop;
+};
+#define EMU_HOST_PENDING 256 /* commands in flight per host worker */
+
+/* Execute one fetched SQE on the host: validate, inject faults, move the data, count.
+ * Returns the completion to post (now or later). */
+static struct emu_pending emu_exec_host(struct emu_ctrl *c, struct emu_queue *q, uint32_t qid,
+					const struct nvme_sqe *s)
 {
 	uint32_t bytes = 0;
 	int drop = 0;
@@ -390,25 +401,57 @@ static void emu_exec_host(struct emu_ctrl *c, struct emu_queue *q, const struct 
 			st = (uint16_t)-r;
 	}
 	emu_count(c, s, bytes, st);
-	uint64_t ready = st ? 0 : emu_ready_time(c, s->opc == NVME_CMD_WRITE, bytes, now);
+	struct emu_pending pd = {0, qid, s->cid, st, (uint32_t)drop};
+	pd.ready = st ? 0 : emu_ready_time(c, s->opc == NVME_CMD_WRITE, bytes, now);
 	if (extra)
-		ready = (ready ? ready : now) + extra;
-	while (ready && bam_time_ns() < ready && !bam_load_relaxed_u32(stop))
-		; /* timing model: hold the completion until its time */
-	if (!drop)
-		emu_post_cqe(q, s->cid, st);
+		pd.ready = (pd.ready ? pd.ready : now) + extra;
+	return pd;
 }
 
-/* modelled in models/qpair.pml: proctype Controller */
+/* Post the completions whose time has come (and whose CQ has room). Returns how many
+ * are still pending. */
+static uint32_t emu_post_ready(struct emu_ctrl *c, struct emu_pending *pend, uint32_t n, uint64_t *next)
+{
+	uint64_t now = bam_time_ns();
+	uint32_t k = 0;
+	*next = UINT64_MAX;
+	for (uint32_t i = 0; i < n; i++) {
+		struct emu_pending *pd = &pend[i];
+		struct emu_queue *q = &c->q[pd->qid];
+		if (pd->drop)
+			continue; /* fault: this completion is never posted */
+		if (pd->ready <= now && !emu_cq_full(c, q, pd->qid)) {
+			emu_post_cqe(q, pd->cid, pd->status);
+			continue;
+		}
+		if (pd->ready < *next)
+			*next = pd->ready;
+		pend[k++] = *pd;
+	}
+	return k;
+}
+
+/* modelled in models/qpair.pml: proctype Controller (the model posts each completion
+ * right after fetching it; here a worker keeps up to EMU_HOST_PENDING commands in
+ * flight so that the profile's latency overlaps, and posts each at its time) */
 static void *emu_worker_main(void *arg)
 {
 	struct emu_worker *wk = arg;
 	struct emu *e = wk->e;
 	struct emu_ctrl *c = &e->c[wk->ctrl].h;
-	uint32_t idle = 0;
+	struct emu_pending *pend = calloc(EMU_HOST_PENDING, sizeof(*pend));
+	uint32_t npend = 0, idle = 0;
+	if (!pend)
+		return NULL;
 	while (!bam_load_acquire_gpu_u32(e->stop)) {
 		int busy = 0;
-		for (uint32_t qid = 1 + wk->w; qid <= c->nq; qid += wk->nw) {
+		uint64_t next = UINT64_MAX;
+		if (npend) {
+			uint32_t before = npend;
+			npend = emu_post_ready(c, pend, npend, &next);
+			busy = npend != before;
+		}
+		for (uint32_t qid = 1 + wk->w; qid <= c->nq && npend < EMU_HOST_PENDING; qid += wk->nw) {
 			struct emu_queue *q = &c->q[qid];
 			if (!q->created)
 				continue;
@@ -416,25 +459,32 @@ static void *emu_worker_main(void *arg)
 			uint32_t tail = bam_load_acquire_sys_u32(&c->db[2 * qid]);
 			if (tail >= q->depth)
 				continue; /* invalid doorbell write: ignored (Base 4.1: an error) */
-			while (q->sq_head != tail) {
+			while (q->sq_head != tail && npend < EMU_HOST_PENDING) {
 				if (c->f.stop_after && bam_load_relaxed_u64(&c->cnt.cmds) >= c->f.stop_after)
 					break; /* fault: the controller stopped answering */
-				if (emu_cq_full(c, q, qid))
-					break;
-				struct nvme_sqe s = q->sq[q->sq_head];
+				struct nvme_sqe sqe = q->sq[q->sq_head];
 				q->sq_head = q->sq_head + 1 == q->depth ? 0 : q->sq_head + 1;
-				emu_exec_host(c, q, &s, e->stop);
+				struct emu_pending pd = emu_exec_host(c, q, qid, &sqe);
+				if (!pd.drop && pd.ready == 0 && !emu_cq_full(c, q, qid))
+					emu_post_cqe(q, pd.cid, pd.status); /* no timing: complete now */
+				else
+					pend[npend++] = pd;
 				busy = 1;
 			}
 		}
 		if (busy) {
 			idle = 0;
+		} else if (npend && next != UINT64_MAX && next > bam_time_ns() + 50000) {
+			usleep(20); /* the next completion is far: let the submitters run */
+		} else if (npend) {
+			bam_spin_pause(idle++ & 15);
 		} else if (++idle > 64) {
 			usleep(idle > 4096 ? 200 : 20); /* idle controller: do not burn a core */
 		} else {
 			bam_spin_pause(idle);
 		}
 	}
+	free(pend);
 	return NULL;
 }
 
