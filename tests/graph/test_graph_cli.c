@@ -15,50 +15,24 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tmpdir.h"
 
 #include "bam/graph.h"
 
 int bam_cmd_graph(int argc, char **argv);
 
-static char tmpdir[256];
 
-static const char *tmp(const char *name)
-{
-	static char p[4][512];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(p[k], sizeof(p[k]), "%s/%s", tmpdir, name);
-	return p[k];
-}
 
 static int setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/bam-graph-cli.XXXXXX", t && *t ? t : "/tmp");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmpdir_make("bam-graph-cli");
 }
 
 static int teardown(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char p[1024];
-
 	(void)state;
-	if (d) {
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(tmpdir);
-	return 0;
+	return tmpdir_remove();
 }
 
 /* Run `bam graph ARGS...` (NULL-terminated) with stdout captured into out[outlen]. */

@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
+#include "tmpdir.h"
 
 #include "bam/graph.h"
 
-static char tmpdir[256];
 static char out_path[512];
 
 static const char *data(const char *name)
@@ -32,15 +32,6 @@ static const char *data(const char *name)
 	return p;
 }
 
-static const char *tmp(const char *name)
-{
-	static char p[4][512];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(p[k], sizeof(p[k]), "%s/%s", tmpdir, name);
-	return p[k];
-}
 
 static void write_file(const char *path, const char *text, size_t len)
 {
@@ -53,11 +44,8 @@ static void write_file(const char *path, const char *text, size_t len)
 
 static int setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/bam-graph-import.XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmpdir))
+	if (tmpdir_make("bam-graph-import"))
 		return -1;
 	snprintf(out_path, sizeof(out_path), "%s/out.bamcsr", tmpdir);
 	return 0;
@@ -65,22 +53,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char p[1024];
-
 	(void)state;
-	if (d) {
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(tmpdir);
-	return 0;
+	return tmpdir_remove();
 }
 
 /* No output and no temporary file left in the directory. */

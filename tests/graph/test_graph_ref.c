@@ -20,48 +20,22 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
+#include "tmpdir.h"
 
 #include "bam/graph.h"
 
-static char tmpdir[256];
 
-static const char *tmp(const char *name)
-{
-	static char p[4][512];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(p[k], sizeof(p[k]), "%s/%s", tmpdir, name);
-	return p[k];
-}
 
 static int setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/bam-graph-ref.XXXXXX", t && *t ? t : "/tmp");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmpdir_make("bam-graph-ref");
 }
 
 static int teardown(void **state)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char p[1024];
-
 	(void)state;
-	if (d) {
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(tmpdir);
-	return 0;
+	return tmpdir_remove();
 }
 
 /* A host CSR over static arrays (4-byte ids). */
