@@ -22,6 +22,10 @@ struct bam_backend_ops {
 	 * controller that reads them by DMA or runs on the GPU) or BAM_MEM_HOST_PINNED
 	 * (a host-side service reads SQEs and writes CQEs). */
 	enum bam_mem_kind queue_mem;
+	/* 1 when, on the GPU target, the controller itself runs on the GPU (the emulator's
+	 * persistent kernel): doorbells and CQEs then only need GPU-scope ordering. 0 for
+	 * anything outside the GPU (a device's DMA engine, a host service): system scope. */
+	uint32_t gpu_resident;
 	/* Parse 'args' (the text after "name:", may be ""), create the controllers.
 	 * Sets *priv and *n_ctrl. Returns 0 or a negative errno with a message in err. */
 	int (*open)(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl,

@@ -72,7 +72,10 @@ struct bam_qpair {
 	uint32_t qid;               /* SQID = CQID, 1-based as in NVMe */
 	uint32_t nsid;              /* namespace the commands go to */
 	uint32_t broken;            /* set when a ticket could not be used: submissions fail */
-	uint32_t pad0[23];
+	uint32_t sys_scope;         /* 1: the controller is outside the GPU (DMA engine, host
+				     * service): doorbells and CQE reads ordered at system
+				     * scope. 0: it runs on this GPU: GPU scope suffices. */
+	uint32_t pad0[22];
 
 	uint32_t sq_ticket;         /* next ticket (atomic) */
 	uint32_t cid_hint;          /* where CID search starts (atomic) */
@@ -129,12 +132,31 @@ BAM_HD_INLINE void bam_qp_unlock(uint32_t *lock)
 BAM_HD_INLINE uint32_t bam_qp_cqe_dw3(const struct bam_qpair *qp, uint32_t p)
 {
 	const uint32_t *w = (const uint32_t *)&qp->cq[p & (qp->depth - 1)];
-	return bam_load_acquire_sys_u32(&w[3]);
+	return qp->sys_scope ? bam_load_acquire_sys_u32(&w[3]) : bam_load_acquire_gpu_u32(&w[3]);
+}
+
+/* Fence and doorbell store at the scope the controller needs (sys_scope). A
+ * system-scope fence on the GPU waits for the PCIe path; a GPU-resident controller
+ * (the emulator) only needs GPU scope. */
+BAM_HD_INLINE void bam_qp_fence(const struct bam_qpair *qp)
+{
+	if (qp->sys_scope)
+		bam_fence_acq_rel_sys();
+	else
+		bam_fence_acq_rel_gpu();
+}
+
+BAM_HD_INLINE void bam_qp_ring(const struct bam_qpair *qp, uint32_t *doorbell, uint32_t v)
+{
+	if (qp->sys_scope)
+		bam_store_release_sys_u32(doorbell, v);
+	else
+		bam_store_release_gpu_u32(doorbell, v);
 }
 
 /* The same without ordering, for scanning many entries: a waiter that finds its CQE
- * issues one acquire fence (bam_fence_acq_rel_sys) before using what it read. One
- * system-scope acquire per scanned entry costs far more on the GPU. */
+ * issues one acquire fence (bam_qp_fence) before using what it read. One acquire
+ * per scanned entry costs far more on the GPU. */
 BAM_HD_INLINE uint32_t bam_qp_cqe_dw3_relaxed(const struct bam_qpair *qp, uint32_t p)
 {
 	const uint32_t *w = (const uint32_t *)&qp->cq[p & (qp->depth - 1)];
@@ -209,7 +231,7 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, freed);
 	/* CQ head doorbell: releases the CQ slots to the controller. Orders our reads of
 	 * the passed CQEs before the controller may overwrite them. */
-	bam_store_release_sys_u32(qp->cq_doorbell, h & mask);
+	bam_qp_ring(qp, qp->cq_doorbell, h & mask);
 	return h - h0;
 }
 
@@ -244,8 +266,8 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
 		/* SQ tail doorbell, once for all t - t0 SQEs. The system-scope release orders
 		 * the SQE writes (made by other threads, acquired through their marks above)
 		 * before the controller's view of the new tail. */
-		bam_fence_acq_rel_sys();
-		bam_store_release_sys_u32(qp->sq_doorbell, t & mask);
+		bam_qp_fence(qp);
+		bam_qp_ring(qp, qp->sq_doorbell, t & mask);
 		bam_fetch_add_relaxed_gpu_u64(&qp->cnt.submitted, t - t0);
 		bam_fetch_add_relaxed_gpu_u64(&qp->cnt.doorbells, 1);
 	}
@@ -381,7 +403,7 @@ BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t de
 			 * the DW3 we saw; re-read DW3 with acquire to pair with the controller's
 			 * release */
 			dw3 = bam_qp_cqe_dw3(qp, p);
-			bam_fence_acq_rel_sys();
+			bam_qp_fence(qp);
 			uint32_t slot = p & (depth - 1);
 			*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
 			bam_fetch_or_acq_rel_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));

@@ -193,6 +193,7 @@ static int create_queues(struct bam_ctx *ctx, char *err, size_t errlen)
 			h->depth_shift = shift;
 			h->qid = q + 1;
 			h->nsid = ctx->ns[c].nsid;
+			h->sys_scope = !(ctx->ops->gpu_resident && ctx->target == BAM_TARGET_GPU);
 			h->sq_doorbell = ctx->ops->doorbell(ctx->priv, c, q + 1, 0);
 			h->cq_doorbell = ctx->ops->doorbell(ctx->priv, c, q + 1, 1);
 

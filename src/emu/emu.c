@@ -669,6 +669,7 @@ static void emu_close(void *priv)
 static const struct bam_backend_ops emu_ops = {
 	.name = "emu",
 	.queue_mem = BAM_MEM_DEVICE,
+	.gpu_resident = 1,
 	.open = emu_open,
 	.admin = emu_admin,
 	.doorbell = emu_doorbell,

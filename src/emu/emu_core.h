@@ -271,7 +271,13 @@ BAM_HD_INLINE void emu_post_cqe(struct emu_queue *q, uint16_t cid, uint16_t stat
 	bam_store_relaxed_u32(&w[1], 0);
 	bam_store_relaxed_u32(&w[2], (uint32_t)q->sq_head | ((uint32_t)q->sqid << 16));
 	uint32_t dw3 = (uint32_t)cid | ((uint32_t)((status & NVME_STATUS_MASK) | q->phase) << 16);
+#if BAM_ON_GPU
+	/* the GPU-resident controller serves only this GPU's threads (backend.h
+	 * gpu_resident): GPU scope orders the CQE for them */
+	bam_store_release_gpu_u32(&w[3], dw3);
+#else
 	bam_store_release_sys_u32(&w[3], dw3);
+#endif
 	if (++q->cq_tail == q->depth) {
 		q->cq_tail = 0;
 		q->phase ^= 1u;
@@ -281,7 +287,11 @@ BAM_HD_INLINE void emu_post_cqe(struct emu_queue *q, uint16_t cid, uint16_t stat
 /* Is the CQ full? (tail + 1 == head as written to the CQ head doorbell, Base 4.1) */
 BAM_HD_INLINE int emu_cq_full(const struct emu_ctrl *c, const struct emu_queue *q, uint32_t qid)
 {
+#if BAM_ON_GPU
+	uint32_t head = bam_load_acquire_gpu_u32(&c->db[2 * qid + 1]);
+#else
 	uint32_t head = bam_load_acquire_sys_u32(&c->db[2 * qid + 1]);
+#endif
 	uint32_t next = q->cq_tail + 1 == q->depth ? 0 : q->cq_tail + 1;
 	return next == head;
 }

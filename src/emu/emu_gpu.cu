@@ -73,19 +73,26 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 		return 0;
 	const uint32_t depth = q->depth;
 	const uint32_t head = q->sq_head;
-	/* Every lane reads the SQ tail doorbell with acquire, so the SQEs up to the value
-	 * it saw are visible to it. The submitters keep ringing, so lanes may see
-	 * different tails: the batch is the smallest count any lane saw, the same for the
-	 * whole warp (a lane-dependent batch size would desynchronise the warp). */
-	uint32_t tail = bam_load_acquire_sys_u32(&c->db[2 * qid]);
+	/* Lane 0 polls the SQ tail doorbell with a plain (relaxed) load: idle workers
+	 * poll continuously, and an acquire per lane per poll costs the whole GPU. Only
+	 * when there is work does every lane read both doorbells with acquire itself (so
+	 * its SQE reads are ordered after the tail it saw, and its CQE writes after the
+	 * submitters' reads of the entries before the CQ head it saw); the batch is the
+	 * smallest count any lane saw, the same for the whole warp (a lane-dependent
+	 * batch size would desynchronise the warp). GPU scope: the submitters are this
+	 * GPU's threads (backend.h, gpu_resident). */
+	uint32_t tail = __shfl_sync(0xffffffffu, lane == 0 ? bam_load_relaxed_u32(&c->db[2 * qid]) : 0u, 0);
+	if (tail >= depth || tail == head)
+		return 0;
+	tail = bam_load_acquire_gpu_u32(&c->db[2 * qid]);
 	uint32_t avail = tail < depth ? (tail + depth - head) % depth : 0;
 	avail = __reduce_min_sync(0xffffffffu, avail);
 	if (avail == 0)
 		return 0;
-	/* never overrun the CQ: free slots before the CQ head doorbell (lane 0's view;
-	 * the head only advances, so any value seen is a safe bound) */
-	uint32_t cqh = __shfl_sync(0xffffffffu, bam_load_acquire_sys_u32(&c->db[2 * qid + 1]), 0);
-	uint32_t cfree = (cqh + depth - q->cq_tail - 1) % depth;
+	/* never overrun the CQ: free slots before the CQ head doorbell (the head only
+	 * advances, so any value seen is a safe bound) */
+	uint32_t cqh = bam_load_acquire_gpu_u32(&c->db[2 * qid + 1]);
+	uint32_t cfree = __reduce_min_sync(0xffffffffu, (cqh + depth - q->cq_tail - 1) % depth);
 	uint32_t n = avail < 32 ? avail : 32;
 	n = n < cfree ? n : cfree;
 	if (c->f.stop_after) {
@@ -219,7 +226,8 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 	const uint32_t w = gw % warps_per_ctrl;
 	const uint32_t nqueues = nq[gw / warps_per_ctrl];
 	uint32_t idle = 0;
-	for (uint64_t iter = 0;; iter++) {
+	uint64_t last_stop_check = bam_time_ns();
+	for (;;) {
 		uint32_t did = 0;
 		for (uint32_t qid = 1 + w; qid <= nqueues; qid += warps_per_ctrl)
 			did += serve_queue(c, qid, lane, stop);
@@ -229,8 +237,13 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 			idle++;
 			__nanosleep(idle < 16 ? 100 : 1000);
 		}
-		/* the stop word is in host memory: read it over PCIe only now and then */
-		if ((iter & 255u) == 0 || idle > 16) {
+		/* The stop word is in host memory: read it over PCIe at most every 100 us.
+		 * Reads of host memory by spinning warps delay every kernel launch and
+		 * completion on the GPU (measured on the H200: an empty kernel took 0.2 ms
+		 * instead of 5 us while 64 warps polled host memory every microsecond). */
+		uint64_t now = __shfl_sync(0xffffffffu, (unsigned long long)bam_time_ns(), 0);
+		if (now - last_stop_check > 100000u) {
+			last_stop_check = now;
 			uint32_t v = __shfl_sync(0xffffffffu, lane == 0 ? *(volatile const uint32_t *)stop : 0u, 0);
 			if (v)
 				return;
