@@ -205,6 +205,55 @@ static void test_oversubscribed_streaming(void **state)
 	close_env(&e);
 }
 
+/* The same through line handles (bam_line_warp_get: on the CPU target a warp is one
+ * thread): every element of every line checked, and afterwards no slot still counts a
+ * reference (readers' transient references were all given back). */
+static void scan_thread(void *arg, uint64_t tid)
+{
+	struct stream_job *j = arg;
+	const uint64_t per = 64; /* u64 per 512-byte line */
+	for (uint64_t first = tid * per; first < j->n; first += 48 * per) {
+		struct bam_line h = {.slot = -1};
+		if (bam_line_warp_get(j->a, &h, first)) {
+			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		const uint64_t *v = (const uint64_t *)h.data;
+		if (h.first != first || h.end != first + per)
+			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+		for (uint64_t e = 0; e < per; e++)
+			if (v[e] != (first + e) * 3)
+				__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+		bam_line_warp_put(j->a, &h);
+		if (h.slot != -1)
+			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void test_line_handle_scan(void **state)
+{
+	(void)state;
+	struct env e;
+	uint64_t n = 1u << 20; /* 8 MiB of u64 through a 16 KiB cache of 512-byte lines */
+	open_env(&e, "emu:size=16M", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
+	uint64_t *buf = malloc(n * 8);
+	assert_non_null(buf);
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = i * 3;
+	assert_int_equal(bam_array_media_write(e.arr, 0, buf, n), 0);
+	struct stream_job j = {.a = bam_array_dev(e.arr), .n = n};
+	assert_int_equal(bam_cpu_launch(48, 48, scan_thread, &j), 0);
+	assert_int_equal(j.errors, 0);
+	const struct bam_cache_dev *c = j.a->cache;
+	for (uint64_t k = 0; k < c->n_slots; k++)
+		assert_int_equal(__atomic_load_n(&c->state[k], __ATOMIC_ACQUIRE) & (BAM_SLOT_BUSY | BAM_SLOT_CNT), 0);
+	struct bam_array_stats st;
+	assert_int_equal(bam_array_stats(e.arr, &st), 0);
+	assert_true(st.c.misses >= n / 64); /* every line was read in at least once */
+	free(buf);
+	close_env(&e);
+}
+
 /* ---- flush durability: concurrent writers to different elements of one line ------ */
 
 struct line_job {
@@ -294,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_random_rw_shadow),
 		cmocka_unit_test(test_oversubscribed_no_hang),
 		cmocka_unit_test(test_oversubscribed_streaming),
+		cmocka_unit_test(test_line_handle_scan),
 		cmocka_unit_test(test_flush_durability),
 		cmocka_unit_test(test_fill_error_not_published),
 		cmocka_unit_test(test_out_of_range),

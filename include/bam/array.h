@@ -10,8 +10,9 @@
  * translation table, one 32-bit entry per line of the array: the slot holding it,
  * BAM_XLAT_NONE, or BAM_XLAT_FILLING while one thread reads it in.
  *
- *   hit:  take a reference on the slot (CAS on its state word while VALID and not
- *         BUSY), check the slot still holds this line, use it, release.
+ *   hit:  take a reference on the slot (one atomic add on its state word), check the
+ *         slot is VALID, not BUSY and still holds this line (else give the reference
+ *         back), use it, release (one atomic subtract).
  *   miss: CAS the entry NONE -> FILLING (the line lock); pick a victim by clock (the
  *         hand advances; REF set -> cleared, second chance; referenced or BUSY ->
  *         skipped; else CAS to BUSY); write a dirty victim back; unmap it; read the
@@ -44,7 +45,7 @@
 #define BAM_SLOT_RETIRED BAM_SLOT_BUSY
 
 #define BAM_MAX_ARRAYS   64
-#define BAM_CNT_SHARDS   16
+#define BAM_CNT_SHARDS   64
 #define BAM_TAG_NONE     0xffffffffffffffffull
 #define BAM_TAG_LINE_BITS 40
 
@@ -69,6 +70,12 @@ struct bam_array_counters {
 
 struct bam_cache_dev;
 
+/* One counter shard, padded to a 128-byte cache line of its own. */
+struct bam_cnt_shard {
+	struct bam_array_counters c;
+	uint64_t pad[16 - sizeof(struct bam_array_counters) / 8];
+};
+
 /* One array as kernels see it. */
 struct bam_array_dev {
 	struct bam_cache_dev *cache;
@@ -87,7 +94,7 @@ struct bam_array_dev {
 	uint32_t pad;
 	/* counters, sharded by SM so that concurrent warps do not all hit one address;
 	 * bam_array_stats sums them */
-	struct bam_array_counters cnt[BAM_CNT_SHARDS];
+	struct bam_cnt_shard cnt[BAM_CNT_SHARDS];
 };
 
 struct bam_cache_dev {
@@ -115,7 +122,7 @@ BAM_HD_INLINE uint32_t bam_cnt_shard(void)
 	return 0;
 #endif
 }
-#define BAM_CNT(a) ((a)->cnt[bam_cnt_shard()])
+#define BAM_CNT(a) ((a)->cnt[bam_cnt_shard()].c)
 
 /* ---- line placement ------------------------------------------------------------ */
 
@@ -173,31 +180,46 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 
 /* ---- slots ------------------------------------------------------------------------ */
 
-/* Drop 'n' references of slot s. */
+/* Drop 'n' references of slot s (release: our reads of the line happen before). */
 BAM_HD_INLINE void bam_slot_put(struct bam_cache_dev *c, uint64_t s, uint32_t n)
 {
-	bam_fetch_sub_acq_rel_gpu_u32(&c->state[s], n);
+	bam_fetch_add_release_gpu_u32(&c->state[s], (uint32_t)0 - n);
 }
 
-/* Take n references on slot s if it is VALID, not BUSY, and holds 'tag'. */
+/* Take n references on slot s if it is VALID, not BUSY, and holds 'tag'.
+ * One atomic add (acquire) takes the references whatever the state; a caller that then
+ * finds the slot unusable gives them back. Such a transient count can be present on
+ * any slot at any time, so nothing may overwrite a state word wholesale: the fill's
+ * publish and retire keep the count (bam_slot_set_flags), the clock only locks a slot
+ * whose count is zero (CAS), and a BUSY slot is never used by a reader. */
 BAM_HD_INLINE int bam_slot_try_get(struct bam_cache_dev *c, uint64_t s, uint64_t tag, uint32_t n)
 {
-	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
-	for (;;) {
-		if ((st & (BAM_SLOT_VALID | BAM_SLOT_BUSY)) != BAM_SLOT_VALID)
-			return 0;
-		uint32_t seen = bam_cas_acq_rel_gpu_u32(&c->state[s], st, (st + n) | BAM_SLOT_REF);
-		if (seen == st)
-			break;
-		st = seen;
-	}
-	/* the slot may have been evicted and refilled with another line between reading
-	 * the translation entry and taking the reference */
-	if (bam_load_relaxed_u64(&c->tag[s]) != tag) {
+	uint32_t old = bam_fetch_add_acquire_gpu_u32(&c->state[s], n);
+	/* the slot may also have been evicted and refilled with another line between
+	 * reading the translation entry and taking the reference: check the tag */
+	if ((old & (BAM_SLOT_VALID | BAM_SLOT_BUSY)) != BAM_SLOT_VALID || bam_load_relaxed_u64(&c->tag[s]) != tag) {
 		bam_slot_put(c, s, n);
 		return 0;
 	}
+	if (!(old & BAM_SLOT_REF)) /* clock second chance; set once per sweep */
+		bam_fetch_or_relaxed_gpu_u32(&c->state[s], BAM_SLOT_REF);
 	return 1;
+}
+
+/* Replace the flag bits of slot s's state word by 'flags' (+ 'add' references),
+ * keeping the reference count (transient references of readers that will give them
+ * back). Release: what we wrote into the line before is visible to whoever acquires
+ * the new state. */
+BAM_HD_INLINE void bam_slot_set_flags(struct bam_cache_dev *c, uint64_t s, uint32_t flags, uint32_t add)
+{
+	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+	for (;;) {
+		uint32_t nw = (((st & BAM_SLOT_CNT) + add) & BAM_SLOT_CNT) | flags;
+		uint32_t seen = bam_cas_acq_rel_gpu_u32(&c->state[s], st, nw);
+		if (seen == st)
+			return;
+		st = seen;
+	}
 }
 
 /* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT. */
@@ -265,10 +287,12 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 {
 	struct bam_cache_dev *c = a->cache;
 	const uint64_t tag = ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l;
-	const uint64_t deadline = bam_time_ns() + a->io->timeout_ns;
+	uint64_t deadline = 0; /* set on the first slow step: a hit reads no clock */
 	uint32_t iter = 0;
 	for (;;) {
-		uint32_t e = bam_load_acquire_gpu_u32(&a->xlat[l]);
+		/* relaxed: the reference's acquire on the slot's state word orders the reads
+		 * of the line after the fill's release that published it */
+		uint32_t e = bam_load_relaxed_u32(&a->xlat[l]);
 		if (e < BAM_XLAT_FILLING) {
 			if (bam_slot_try_get(c, e, tag, n)) {
 				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).hits, 1);
@@ -277,6 +301,8 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 		} else if (e == BAM_XLAT_NONE &&
 			   bam_cas_acq_rel_gpu_u32(&a->xlat[l], BAM_XLAT_NONE, BAM_XLAT_FILLING) == BAM_XLAT_NONE) {
 			/* we hold the line lock: fill it */
+			if (!deadline)
+				deadline = bam_time_ns() + a->io->timeout_ns;
 			int64_t s = bam_cache_pick_victim(c, deadline);
 			int rc = 0;
 			uint16_t status = 0;
@@ -292,9 +318,9 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 					 * empty; after a timeout the controller may still write into
 					 * it, so it is retired (the cache shrinks by one line). */
 					bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
-					bam_store_release_gpu_u32(&c->state[s], rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u);
+					bam_slot_set_flags(c, (uint64_t)s, rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u, 0);
 				} else {
-					bam_store_release_gpu_u32(&c->state[s], BAM_SLOT_VALID | BAM_SLOT_REF | n);
+					bam_slot_set_flags(c, (uint64_t)s, BAM_SLOT_VALID | BAM_SLOT_REF, n);
 					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
 				}
 			}
@@ -307,7 +333,9 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			return s;
 		}
 		/* someone else fills it, or the slot changed under us: retry, bounded */
-		if (bam_time_ns() > deadline) {
+		if (!deadline)
+			deadline = bam_time_ns() + a->io->timeout_ns;
+		else if (bam_time_ns() > deadline) {
 			bam_dev_record_error(a->io, -ETIMEDOUT, 0);
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
 			return -ETIMEDOUT;
@@ -584,7 +612,18 @@ struct bam_line {
 	const uint8_t *data;      /* the line's bytes in the cache */
 	uint64_t first, end;      /* element range [first, end) held */
 	int64_t slot;             /* -1 = none */
+	uint32_t group, leader;   /* bam_line_warp_get: lanes that share the acquisition */
 };
+
+/* Point h at the line of element i, given its slot s and p = &element i. */
+BAM_HD_INLINE void bam_line_set(const struct bam_array_dev *a, struct bam_line *h, uint64_t i, int64_t s, const void *p)
+{
+	uint64_t per = (uint64_t)a->cache->line_size >> a->elem_shift;
+	h->first = i & ~(per - 1);
+	h->end = h->first + per < a->n_elems ? h->first + per : a->n_elems;
+	h->data = (const uint8_t *)p - ((i - h->first) << a->elem_shift);
+	h->slot = s;
+}
 
 /* Make 'h' hold the line of element i (releasing the line it held, if another).
  * Returns 0 or a negative errno. Per thread. */
@@ -600,11 +639,8 @@ BAM_HD_INLINE int bam_line_get(struct bam_array_dev *a, struct bam_line *h, uint
 	int64_t s = bam_array_ref(a, i, &p);
 	if (s < 0)
 		return (int)s;
-	uint64_t per = (uint64_t)a->cache->line_size >> a->elem_shift;
-	h->first = i & ~(per - 1);
-	h->end = h->first + per < a->n_elems ? h->first + per : a->n_elems;
-	h->data = (const uint8_t *)p - ((i - h->first) << a->elem_shift);
-	h->slot = s;
+	bam_line_set(a, h, i, s, p);
+	h->group = 0;
 	return 0;
 }
 
@@ -613,6 +649,44 @@ BAM_HD_INLINE void bam_line_put(struct bam_array_dev *a, struct bam_line *h)
 	if (h->slot >= 0)
 		bam_slot_put(a->cache, (uint64_t)h->slot, 1);
 	h->slot = -1;
+}
+
+/*
+ * bam_line_get, warp-coalesced (BaM 4.4): the active threads of the warp call it together
+ * (each with its own handle, which must not hold a line: fresh or released); threads
+ * whose elements lie in one line share one acquisition by the group's leader. Each
+ * thread's handle then covers its element's whole line (h->data, [h->first, h->end)):
+ * the fast path for a warp scanning a neighbour list or a line of records.
+ * Release with bam_line_warp_put by the same threads together (one atomic for the
+ * group), or per thread with bam_line_put. Returns 0 or a negative errno
+ * (-ERANGE if i >= n_elems; see bam_array_line_acquire); on error h holds nothing.
+ */
+BAM_HD_INLINE int bam_line_warp_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
+{
+	void *p = 0;
+	uint32_t g, l;
+	int64_t s = bam_array_warp_ref_group(a, i, &p, &g, &l);
+	h->slot = -1;
+	h->group = 0;
+	if (s < 0)
+		return (int)s;
+	bam_line_set(a, h, i, s, p);
+	h->group = g;
+	h->leader = l;
+	return 0;
+}
+
+/* Release lines taken by bam_line_warp_get: the threads of each group call it
+ * together; after a warp barrier the leader drops every member's reference. */
+BAM_HD_INLINE void bam_line_warp_put(struct bam_array_dev *a, struct bam_line *h)
+{
+	if (h->slot >= 0 && h->group) {
+		bam_array_warp_put(a, h->slot, h->group, h->leader);
+		h->slot = -1;
+		h->group = 0;
+	} else {
+		bam_line_put(a, h);
+	}
 }
 
 /* ---- flush ------------------------------------------------------------------------ */

@@ -154,6 +154,40 @@ BAM_HD_INLINE uint32_t bam_fetch_add_acq_rel_gpu_u32(uint32_t *p, uint32_t v)
 #endif
 }
 
+/* Acquire-only and release-only adds: the cache's reference count (take a reference:
+ * acquire, so the line's data is read after it; drop it: release, so the reads are done
+ * before an evictor can see the count fall). */
+BAM_HD_INLINE uint32_t bam_fetch_add_acquire_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	uint32_t old;
+	asm volatile("atom.acquire.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQUIRE);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_fetch_add_release_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	uint32_t old;
+	asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_fetch_or_relaxed_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	return atomicOr((unsigned int *)p, v);
+#else
+	return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 BAM_HD_INLINE uint32_t bam_fetch_sub_acq_rel_gpu_u32(uint32_t *p, uint32_t v)
 {
 	return bam_fetch_add_acq_rel_gpu_u32(p, (uint32_t)0 - v);

@@ -359,7 +359,7 @@ int bam_array_stats(struct bam_array *a, struct bam_array_stats *out)
 		return rc;
 	memset(out, 0, sizeof(*out));
 	for (int k = 0; k < BAM_CNT_SHARDS; k++) {
-		const struct bam_array_counters *c = &tmp.cnt[k];
+		const struct bam_array_counters *c = &tmp.cnt[k].c;
 		out->c.hits += c->hits;
 		out->c.misses += c->misses;
 		out->c.evictions += c->evictions;
@@ -379,7 +379,7 @@ int bam_array_stats(struct bam_array *a, struct bam_array_stats *out)
 
 int bam_array_stats_reset(struct bam_array *a)
 {
-	struct bam_array_counters z[BAM_CNT_SHARDS];
+	struct bam_cnt_shard z[BAM_CNT_SHARDS];
 	memset(z, 0, sizeof(z));
 	return bam_mem_copy(a->cache->ctx, (uint8_t *)a->d + offsetof(struct bam_array_dev, cnt), &z, sizeof(z));
 }

@@ -12,6 +12,7 @@ enum abench_pattern {
 	AB_HOT = 0,    /* a working set that fits the cache, swept warp-contiguously: hits */
 	AB_RANDOM = 1, /* one random element per thread per step: mostly misses when n >> cache */
 	AB_WARP = 2,   /* a random line per warp, lanes read consecutive elements of it */
+	AB_SCAN = 3,   /* hot working set, a warp reads whole lines through line handles */
 };
 
 struct abench_args {
@@ -32,11 +33,39 @@ BAM_HD_INLINE uint64_t abench_value(uint64_t i)
 	return i * 0x9e3779b97f4a7c15ull + 12345u;
 }
 
+/* AB_SCAN: per step the warp takes one line of the working set with one coalesced
+ * acquisition (bam_line_warp_get) and its lanes read every element of it, 16 bytes
+ * apart per lane round; every value is checked. Line index: consecutive warps take
+ * consecutive lines, the whole grid moves on by its warp count each step. */
+BAM_HD_INLINE void abench_scan(const struct abench_args *g, uint64_t tid, uint32_t lane, uint32_t wsize,
+			       uint64_t *bad, uint64_t *errs)
+{
+	const uint64_t per = (uint64_t)g->a->cache->line_size >> g->a->elem_shift;
+	const uint64_t ws_lines = (g->ws + per - 1) / per;
+	const uint64_t warps = (g->threads + wsize - 1) / wsize, warp = tid / wsize;
+	for (uint64_t k = 0; k < g->steps; k++) {
+		uint64_t first = ((warp + k * warps) % ws_lines) * per;
+		struct bam_line h = {0};
+		if (bam_line_warp_get(g->a, &h, first + lane)) {
+			(*errs)++;
+			continue;
+		}
+		const volatile uint64_t *v = (const volatile uint64_t *)h.data;
+		uint64_t n = h.end - h.first;
+		for (uint64_t e = lane; e < n; e += wsize)
+			if (v[e] != abench_value(first + e))
+				(*bad)++;
+		bam_line_warp_put(g->a, &h);
+	}
+}
+
 BAM_HD_INLINE void abench_thread(const struct abench_args *g, uint64_t tid, uint32_t lane, uint32_t wsize)
 {
 	uint64_t warp = tid / wsize;
 	uint64_t bad = 0, errs = 0;
-	for (uint64_t k = 0; k < g->steps; k++) {
+	if (g->pattern == AB_SCAN)
+		abench_scan(g, tid, lane, wsize, &bad, &errs);
+	for (uint64_t k = 0; g->pattern != AB_SCAN && k < g->steps; k++) {
 		uint64_t i;
 		if (g->pattern == AB_HOT) {
 			i = (tid + k * g->threads) % g->ws;

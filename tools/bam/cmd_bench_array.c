@@ -24,7 +24,7 @@
 extern int bam_gpu_available(void);
 #endif
 
-static const char *pat_names[] = {"hot", "random", "warp"};
+static const char *pat_names[] = {"hot", "random", "warp", "scan"};
 
 struct cpu_ab {
 	struct abench_args *a;
@@ -93,7 +93,7 @@ int bam_bench_array(int argc, char **argv)
 		case 'A': break;
 		case 'p':
 			pattern = 99;
-			for (uint32_t i = 0; i < 3; i++)
+			for (uint32_t i = 0; i < 4; i++)
 				if (!strcmp(optarg, pat_names[i]))
 					pattern = i;
 			if (pattern == 99)
@@ -124,7 +124,9 @@ int bam_bench_array(int argc, char **argv)
 			printf("usage: bam bench --array [options]\n"
 			       "  --pattern=P        hot (working set inside the cache: hit bandwidth), random (default:\n"
 			       "                     one random element per thread per step: misses), warp (32\n"
-			       "                     consecutive elements of a random line per warp: coalescing)\n"
+			       "                     consecutive elements of a random line per warp: coalescing),\n"
+			       "                     scan (the hot working set read line by line: each warp takes\n"
+			       "                     a line with one coalesced line handle and reads all of it)\n"
 			       "  --cache-size=SIZE  cache bytes (default 64M)\n"
 			       "  --line-size=SIZE   cache line bytes, a power of two from 512 to 64K (default 4K)\n"
 			       "  --coalesce=on|off  warp coalescing (default on)\n"
@@ -161,7 +163,7 @@ int bam_bench_array(int argc, char **argv)
 	/* baseline first (the emulator is not running yet) */
 	double base_bps = 0;
 #ifdef BAM_HAVE_CUDA
-	if (tgt == BAM_TARGET_GPU && pattern == AB_HOT)
+	if (tgt == BAM_TARGET_GPU && (pattern == AB_HOT || pattern == AB_SCAN))
 		bench_gpu_hbm_baseline(8ull << 30, &base_bps);
 #endif
 #ifdef BAM_HAVE_CUDA
@@ -200,9 +202,10 @@ int bam_bench_array(int argc, char **argv)
 		rc = -EIO;
 		goto out;
 	}
-	if (pattern == AB_HOT) {
+	if (pattern == AB_HOT || pattern == AB_SCAN) {
 		/* warm the working set, then measure hits only */
 		struct abench_args w = a;
+		w.pattern = AB_HOT;
 		w.steps = (ws_elems + threads - 1) / threads + 1;
 		if ((rc = run_kernel(ctx, &w, &secs)))
 			goto out;
@@ -216,6 +219,12 @@ int bam_bench_array(int argc, char **argv)
 	bam_array_stats(arr, &st);
 	double reads = (double)threads * (double)steps;
 	double bw = st.c.bytes_requested / secs;
+	if (pattern == AB_SCAN) {
+		/* every element of each line taken is read and checked by the warp */
+		uint64_t wsize = tgt == BAM_TARGET_GPU ? 32 : 1;
+		reads = (double)((threads + wsize - 1) / wsize) * (double)steps * (line / 8);
+		bw = reads * 8 / secs;
+	}
 	double miss_iops = st.c.misses / secs;
 	if (json) {
 		cJSON *j = cJSON_CreateObject();
