@@ -183,7 +183,7 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 /* Drop 'n' references of slot s (release: our reads of the line happen before). */
 BAM_HD_INLINE void bam_slot_put(struct bam_cache_dev *c, uint64_t s, uint32_t n)
 {
-	bam_fetch_add_release_gpu_u32(&c->state[s], (uint32_t)0 - n);
+	bam_red_add_release_gpu_u32(&c->state[s], (uint32_t)0 - n);
 }
 
 /* Take n references on slot s if it is VALID, not BUSY, and holds 'tag'.
@@ -403,6 +403,22 @@ BAM_HD_INLINE void bam_warp_sync(uint32_t mask)
 	__syncwarp(mask);
 #else
 	(void)mask;
+#endif
+}
+
+/* Add n element accesses to a's statistics (bytes requested = accesses * elem_size),
+ * for elements read through a line handle beyond the one its get counted. Summed over
+ * the active threads of the warp first: one atomic per warp. */
+BAM_HD_INLINE void bam_array_count_accesses(struct bam_array_dev *a, uint32_t n)
+{
+#if BAM_ON_GPU
+	uint32_t mask = __activemask();
+	uint32_t sum = __reduce_add_sync(mask, n);
+	if (sum && bam_lane_id() == (uint32_t)(__ffs(mask) - 1))
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, sum);
+#else
+	if (n)
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, n);
 #endif
 }
 

@@ -57,9 +57,22 @@ BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, 
 		*e = g->off_p[v + 1];
 		return 0;
 	}
-	int rc = bam_array_warp_read_u64(g->off_a, v, s);
-	if (!rc)
-		rc = bam_array_warp_read_u64(g->off_a, v + 1, e);
+	/* one coalesced line acquisition for both offsets (unless v + 1 starts the next
+	 * line) */
+	struct bam_line h = {0};
+	int rc = bam_line_warp_get(g->off_a, &h, v);
+	if (!rc) {
+		const volatile uint64_t *o = (const volatile uint64_t *)h.data;
+		*s = o[v - h.first];
+		int both = v + 1 < h.end;
+		if (both)
+			*e = o[v + 1 - h.first];
+		bam_line_warp_put(g->off_a, &h);
+		if (both)
+			bam_array_count_accesses(g->off_a, 1);
+		else
+			rc = bam_array_warp_read_u64(g->off_a, v + 1, e);
+	}
 	gv_fail(g, rc);
 	return rc;
 }
@@ -83,6 +96,41 @@ BAM_HD_INLINE int gv_edge(const struct graph_view *g, uint64_t i, uint64_t *u)
 	return rc;
 }
 
+/* Edge i through the calling thread's line handle h on the edge array: a new line is
+ * taken (warp-coalesced among the threads that need one) only when i leaves the held
+ * line, so a warp scanning a neighbour list probes the cache once per line, not once
+ * per 32 edges. *gets counts the lines taken; the caller counts its reads and
+ * releases h with gv_edges_done. */
+BAM_HD_INLINE int gv_edge_h(const struct graph_view *g, struct bam_line *h, uint64_t i, uint64_t *u, uint32_t *gets)
+{
+	if (!g->bam)
+		return gv_edge(g, i, u);
+	if (h->slot < 0 || i < h->first || i >= h->end) {
+		bam_line_put(g->edge_a, h);
+		int rc = bam_line_warp_get(g->edge_a, h, i);
+		if (rc) {
+			gv_fail(g, rc);
+			return rc;
+		}
+		(*gets)++;
+	}
+	if (g->id_bytes == 4)
+		*u = ((const volatile uint32_t *)h->data)[i - h->first];
+	else
+		*u = ((const volatile uint64_t *)h->data)[i - h->first];
+	return 0;
+}
+
+/* Release the handle; count the n edges read through it (bam_line_warp_get counted
+ * one per line taken, 'gets'). */
+BAM_HD_INLINE void gv_edges_done(const struct graph_view *g, struct bam_line *h, uint32_t n, uint32_t gets)
+{
+	if (!g->bam)
+		return;
+	bam_line_put(g->edge_a, h);
+	bam_array_count_accesses(g->edge_a, n - gets);
+}
+
 /* One warp (lane, wsize) expands frontier entry w. */
 BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
 {
@@ -90,13 +138,17 @@ BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uin
 	if (gv_range(g, v, &s, &e))
 		return;
 	const uint32_t nl = b->depth + 1;
+	struct bam_line h = {0};
+	h.slot = -1;
+	uint32_t n = 0, gets = 0;
 	for (uint64_t i = s + lane; i < e; i += wsize) {
 		uint64_t u;
-		if (gv_edge(g, i, &u))
-			return;
+		if (gv_edge_h(g, &h, i, &u, &gets))
+			break;
+		n++;
 		if (u >= g->n) {
 			gv_fail(g, -ERANGE);
-			return;
+			break;
 		}
 		if (bam_load_relaxed_u32(&b->level[u]) != 0xffffffffu)
 			continue;
@@ -105,6 +157,7 @@ BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uin
 			b->next[k] = u;
 		}
 	}
+	gv_edges_done(g, &h, n, gets);
 }
 
 /* One warp hooks vertex v with all its out-neighbours, both directions. */
@@ -114,13 +167,17 @@ BAM_HD_INLINE void cc_warp(const struct graph_view *g, struct cc_state *c, uint6
 	if (gv_range(g, v, &s, &e))
 		return;
 	int changed = 0;
+	struct bam_line h = {0};
+	h.slot = -1;
+	uint32_t n = 0, gets = 0;
 	for (uint64_t i = s + lane; i < e; i += wsize) {
 		uint64_t u;
-		if (gv_edge(g, i, &u))
-			return;
+		if (gv_edge_h(g, &h, i, &u, &gets))
+			break;
+		n++;
 		if (u >= g->n) {
 			gv_fail(g, -ERANGE);
-			return;
+			break;
 		}
 		uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
 		if (lu < lv)
@@ -128,6 +185,7 @@ BAM_HD_INLINE void cc_warp(const struct graph_view *g, struct cc_state *c, uint6
 		else if (lv < lu)
 			changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
 	}
+	gv_edges_done(g, &h, n, gets);
 	if (changed)
 		bam_store_relaxed_u32(c->changed, 1);
 }
