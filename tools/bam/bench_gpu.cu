@@ -186,6 +186,69 @@ out:
 	return rc;
 }
 
+/* posix comparison: what a GPU application reading through the OS does per block
+ * (KvikIO's POSIX path: pread into a pinned bounce buffer, cudaMemcpyAsync, sync). */
+struct bench_gpu_posix {
+	uint32_t threads, bs;
+	uint8_t *host, *dev;
+	cudaStream_t *s;
+};
+
+extern "C" void bench_gpu_posix_close(void *handle)
+{
+	struct bench_gpu_posix *p = (struct bench_gpu_posix *)handle;
+	if (!p)
+		return;
+	for (uint32_t t = 0; p->s && t < p->threads; t++)
+		if (p->s[t])
+			cudaStreamDestroy(p->s[t]);
+	if (p->host)
+		cudaFreeHost(p->host);
+	if (p->dev)
+		cudaFree(p->dev);
+	free(p->s);
+	free(p);
+}
+
+extern "C" int bench_gpu_posix_open(uint32_t threads, uint32_t bs, void **handle)
+{
+	struct bench_gpu_posix *p = (struct bench_gpu_posix *)calloc(1, sizeof(*p));
+	if (!p || !(p->s = (cudaStream_t *)calloc(threads, sizeof(cudaStream_t)))) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->threads = threads;
+	p->bs = bs;
+	CUDA_TRY(cudaHostAlloc((void **)&p->host, (size_t)threads * bs, cudaHostAllocDefault), fail);
+	CUDA_TRY(cudaMalloc((void **)&p->dev, (size_t)threads * bs), fail);
+	for (uint32_t t = 0; t < threads; t++)
+		CUDA_TRY(cudaStreamCreateWithFlags(&p->s[t], cudaStreamNonBlocking), fail);
+	/* touch both sides once, so that no first-use cost lands in the timed run */
+	memset(p->host, 0, (size_t)threads * bs);
+	CUDA_TRY(cudaMemcpy(p->dev, p->host, (size_t)threads * bs, cudaMemcpyHostToDevice), fail);
+	*handle = p;
+	return 0;
+fail:
+	bench_gpu_posix_close(p);
+	return -EIO;
+}
+
+extern "C" void *bench_gpu_posix_buf(void *handle, uint32_t t)
+{
+	struct bench_gpu_posix *p = (struct bench_gpu_posix *)handle;
+	return p->host + (size_t)t * p->bs;
+}
+
+extern "C" int bench_gpu_posix_copy(void *handle, uint32_t t)
+{
+	struct bench_gpu_posix *p = (struct bench_gpu_posix *)handle;
+	size_t o = (size_t)t * p->bs;
+	if (cudaMemcpyAsync(p->dev + o, p->host + o, p->bs, cudaMemcpyHostToDevice, p->s[t]) != cudaSuccess ||
+	    cudaStreamSynchronize(p->s[t]) != cudaSuccess)
+		return -EIO;
+	return 0;
+}
+
 __global__ void abench_kernel(struct abench_args a)
 {
 	uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;

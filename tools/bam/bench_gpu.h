@@ -18,6 +18,18 @@ int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint
 			    double *bytes_per_s, double *chunks_per_s);
 /* HBM baseline: read 'bytes' of device memory; returns bytes/s. */
 int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s);
+/* The posix comparison (bench_file.c) on the GPU target: for each of 'threads' host
+ * threads, a pinned host buffer of bs bytes that it preads into, bs bytes of GPU memory
+ * and a non-blocking stream of its own. 0, -ENOMEM or -EIO. Allocates: call while no
+ * persistent kernel runs (the file back end has none). */
+int bench_gpu_posix_open(uint32_t threads, uint32_t bs, void **handle);
+/* Thread t's pinned host buffer, at t * bs in a page-aligned allocation (aligned to the
+ * LBA size, so O_DIRECT reads go straight into it). */
+void *bench_gpu_posix_buf(void *handle, uint32_t t);
+/* Called by host thread t only: cudaMemcpyAsync of its buffer into its GPU memory on
+ * its stream, then wait for that stream. 0 or -EIO. */
+int bench_gpu_posix_copy(void *handle, uint32_t t);
+void bench_gpu_posix_close(void *handle);
 BAM_EXTERN_C_END
 #include "abench_kern.h"
 BAM_EXTERN_C_BEGIN

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include "bam/bam.h"
 #include "bam/backend.h"
+#include "bench_file.h"
 #include "bench_kern.h"
 #include "cli_util.h"
 #include "cmds.h"
@@ -33,7 +34,14 @@ struct bench_opts {
 	uint64_t timeout_ms, seed;
 	enum bam_target target;
 	int array; /* --array: through the cache (cmd_bench_array.c) */
+	uint32_t prefill;                 /* write the pattern before verified reads */
+	uint32_t compare;                 /* CMP_* bits (--compare) */
+	uint32_t posix_threads, uring_threads, uring_qd;
 };
+
+/* --compare: CPU-orchestrated reads of the same files (bench_file.h) */
+#define CMP_POSIX 1u
+#define CMP_URING 2u
 
 static void usage(FILE *f)
 {
@@ -53,6 +61,21 @@ static void usage(FILE *f)
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify=0|1       check every word of every block read (default 1)\n"
 		"  --baseline=0|1     measure the physical limit in the same run (default 1 for reads)\n"
+		"  --compare=LIST     with --backend=file:..., after the bam run, read the same files\n"
+		"                     the same way (--bs, offsets, I/O count / --runtime, O_DIRECT as\n"
+		"                     the back end's direct=) outside bam; LIST is one or both of:\n"
+		"                       posix  CPU threads: pread, then a copy of the block into GPU\n"
+		"                              memory (cudaMemcpyAsync + sync) or, on the CPU target,\n"
+		"                              host memory: GDS compatibility mode / KvikIO's fallback\n"
+		"                       uring  the disk's ceiling: io_uring readers into host memory\n"
+		"                     prints IOPS, bandwidth and bam/posix, bam/ceiling (docs/BACKENDS.md)\n"
+		"  --posix-threads=N  threads of the posix comparison (default: online CPUs, at most 64)\n"
+		"  --uring-threads=N  threads of the io_uring ceiling (default 4, at most the CPUs)\n"
+		"  --uring-qd=N       reads in flight per ceiling thread (default 128; capped at 64 MiB of\n"
+		"                     buffers per thread: 64 at --bs=1M)\n"
+		"  --prefill=0|1      0: the media already hold the verification pattern (an earlier\n"
+		"                     run with the same back end, LBA size and files wrote it): verify\n"
+		"                     without rewriting it (default 1)\n"
 		"  --timeout-ms=N     bound of each wait for a completion (default 5000)\n"
 		"  --ctrl-workers=N   emulated controller workers per controller\n"
 		"  --seed=N           random seed (default 1)\n"
@@ -60,6 +83,29 @@ static void usage(FILE *f)
 		"  --quiet            no progress on stderr\n"
 		"  --array            through the cache and array API ('bam bench --array --help')\n",
 		BENCH_MAX_IODEPTH);
+}
+
+/* "posix", "uring" or both, comma-separated */
+static int parse_compare(const char *s, uint32_t *out)
+{
+	char buf[64];
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	uint32_t m = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "posix"))
+			m |= CMP_POSIX;
+		else if (!strcmp(t, "uring"))
+			m |= CMP_URING;
+		else
+			return -EINVAL;
+	}
+	if (!m)
+		return -EINVAL;
+	*out = m;
+	return 0;
 }
 
 static int parse_rw(const char *s, enum bench_rw *rw)
@@ -103,6 +149,23 @@ static void prefill_one(void *arg, uint64_t t)
 	if (rc)
 		p->rc = rc;
 	free(buf);
+}
+
+/* fdatasync the files of a file back end (other back ends: nothing to do). 0 or -EIO. */
+static int files_sync(const char *desc)
+{
+	struct bench_files f;
+	char err[512];
+	if (strncmp(desc, "file:", 5))
+		return 0;
+	int rc = bench_files_parse(desc, &f, err, sizeof(err));
+	if (!rc) {
+		rc = bench_files_sync(&f, err, sizeof(err));
+		bench_files_free(&f);
+	}
+	if (rc)
+		fprintf(stderr, "bench: %s\n", err);
+	return rc;
 }
 
 /* ---- results ---------------------------------------------------------------------- */
@@ -206,18 +269,142 @@ static int cpu_baseline(uint64_t bs, uint64_t threads, double *bps, double *cps)
 	return 0;
 }
 
+/* ---- --compare: the same reads orchestrated by the CPU (bench_file.c) -------------- */
+
+struct cmp_out {
+	int ran[2];                   /* [0] posix, [1] uring */
+	struct bench_cmp_result r[2];
+	uint32_t files, direct_files; /* files read, and of those with O_DIRECT */
+};
+
+static const char *const cmp_name[2] = {"posix", "uring"};
+
+static const char *cmp_what(int k, int on_gpu)
+{
+	if (k == 1)
+		return "io_uring readers (liburing, IORING_OP_READ), qd reads in flight per thread, into host memory, no copy";
+	return on_gpu ? "host threads: pread of a block into pinned host memory, then cudaMemcpyAsync into GPU memory "
+			"and a stream sync, one block at a time per thread"
+		      : "host threads: pread of a block into a host buffer, then memcpy into target memory, one block "
+			"at a time per thread";
+}
+
+/* Open the back end's files (O_DIRECT as the back end had it) and run the asked
+ * comparisons one after the other. 0, or -errno when one could not start (said on
+ * stderr); the failures of single reads are counted in out->r. */
+static int run_compare(const struct bench_opts *o, const char *desc, struct bench_cmp_cfg *cc, struct cmp_out *out)
+{
+	struct bench_files f;
+	char err[512];
+	int rc = bench_files_parse(desc, &f, err, sizeof(err));
+	if (!rc)
+		rc = bench_files_open(&f, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "bench: --compare: %s\n", err);
+		bench_files_free(&f);
+		return rc;
+	}
+	out->files = f.n;
+	out->direct_files = f.n_direct;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	for (int k = 0; k < 2 && !rc; k++) {
+		if (!(o->compare & (k ? CMP_URING : CMP_POSIX)))
+			continue;
+		if (k == 0) {
+			cc->threads = o->posix_threads ? o->posix_threads : (uint32_t)(ncpu > 64 ? 64 : ncpu);
+			cc->qd = 1;
+		} else {
+			cc->threads = o->uring_threads ? o->uring_threads : (uint32_t)(ncpu < 4 ? ncpu : 4);
+			cc->qd = o->uring_qd;
+		}
+		if (!o->quiet)
+			fprintf(stderr, "bench: compare: %s, %u threads, %s\n", cmp_name[k], cc->threads,
+				f.n_direct == f.n ? "O_DIRECT" : f.n_direct ? "O_DIRECT on some files" : "buffered (page cache)");
+		rc = k ? bench_uring_run(&f, cc, &out->r[k]) : bench_posix_run(&f, cc, &out->r[k]);
+		if (rc)
+			fprintf(stderr, "bench: --compare=%s could not run: %s\n", cmp_name[k], bam_strerror(rc));
+		else
+			out->ran[k] = 1;
+		if (out->r[k].first_error[0])
+			fprintf(stderr, "bench: compare %s: %llu failed reads, the first: %s\n", cmp_name[k],
+				(unsigned long long)out->r[k].errors, out->r[k].first_error);
+	}
+	bench_files_free(&f);
+	return rc;
+}
+
+static double rate(uint64_t n, double s)
+{
+	return s > 0 ? (double)n / s : 0;
+}
+
+static void cmp_json(cJSON *j, const struct cmp_out *c, int on_gpu, double iops, double mbps)
+{
+	cJSON *o = cJSON_AddObjectToObject(j, "compare");
+	cJSON_AddNumberToObject(o, "files", c->files);
+	cJSON_AddNumberToObject(o, "direct_files", c->direct_files);
+	for (int k = 0; k < 2; k++) {
+		if (!c->ran[k])
+			continue;
+		const struct bench_cmp_result *r = &c->r[k];
+		double ci = rate(r->ios, r->seconds), cm = rate(r->bytes, r->seconds) / 1e6;
+		cJSON *b = cJSON_AddObjectToObject(o, cmp_name[k]);
+		cJSON_AddStringToObject(b, "what", cmp_what(k, on_gpu));
+		cJSON_AddNumberToObject(b, "threads", r->threads);
+		if (k == 1)
+			cJSON_AddNumberToObject(b, "qd", r->qd);
+		cJSON_AddNumberToObject(b, "ios", (double)r->ios);
+		cJSON_AddNumberToObject(b, "seconds", r->seconds);
+		cJSON_AddNumberToObject(b, "iops", ci);
+		cJSON_AddNumberToObject(b, "MBps", cm);
+		cJSON_AddNumberToObject(b, "errors", (double)r->errors);
+		cJSON_AddNumberToObject(b, "verified", (double)r->verified);
+		cJSON_AddNumberToObject(b, "verify_failures", (double)r->verify_fail);
+		/* bam / this: above 1 means bam moved more */
+		cJSON_AddNumberToObject(b, "ratio_iops", ci > 0 ? iops / ci : 0);
+		cJSON_AddNumberToObject(b, "ratio_bw", cm > 0 ? mbps / cm : 0);
+		if (r->first_error[0])
+			cJSON_AddStringToObject(b, "first_error", r->first_error);
+	}
+}
+
+static void cmp_print(const struct cmp_out *c, int on_gpu, double iops, double mbps)
+{
+	printf("  compare (same files, bs, offsets and I/O count / run time; %u of %u files with O_DIRECT):\n",
+	       c->direct_files, c->files);
+	for (int k = 0; k < 2; k++) {
+		if (!c->ran[k])
+			continue;
+		const struct bench_cmp_result *r = &c->r[k];
+		double ci = rate(r->ios, r->seconds), cm = rate(r->bytes, r->seconds) / 1e6;
+		if (k == 0)
+			printf("    posix (%u threads: pread, then %s per block):", r->threads,
+			       on_gpu ? "cudaMemcpyAsync + sync" : "memcpy");
+		else
+			printf("    ceiling (io_uring, %u threads x QD %u, host memory):", r->threads, r->qd);
+		printf(" ios=%llu in %.3f s, IOPS=%.0f BW=%.1f MB/s, errors=%llu verified=%llu verify_failures=%llu\n",
+		       (unsigned long long)r->ios, r->seconds, ci, cm, (unsigned long long)r->errors,
+		       (unsigned long long)r->verified, (unsigned long long)r->verify_fail);
+		printf("      -> bam/%s = %.3f (IOPS), %.3f (bandwidth)\n", k ? "ceiling" : "posix", ci > 0 ? iops / ci : 0,
+		       cm > 0 ? mbps / cm : 0);
+	}
+}
+
 int bam_cmd_bench(int argc, char **argv)
 {
 	struct bench_opts o = {.backend = "emu", .rw_name = "randread", .rw = BENCH_RANDREAD, .rwmix_read = 50,
 			       .bs = 4096, .size = 1ull << 30, .iodepth = 1, .verify = 1, .baseline = 2,
-			       .timeout_ms = 5000, .seed = 1};
+			       .timeout_ms = 5000, .seed = 1, .prefill = 1, .uring_qd = 128};
 	static const struct option lo[] = {
 		{"rw", 1, 0, 'r'}, {"rwmixread", 1, 0, 'm'}, {"bs", 1, 0, 'b'}, {"size", 1, 0, 's'},
 		{"runtime", 1, 0, 't'}, {"number_ios", 1, 0, 'n'}, {"iodepth", 1, 0, 'd'}, {"threads", 1, 0, 'T'},
 		{"qpairs", 1, 0, 'q'}, {"queue-depth", 1, 0, 'Q'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'},
 		{"verify", 1, 0, 'v'}, {"baseline", 1, 0, 'L'}, {"timeout-ms", 1, 0, 'o'}, {"seed", 1, 0, 'S'},
 		{"json", 0, 0, 'j'}, {"quiet", 0, 0, 'Z'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
-		{0, 0, 0, 0}};
+		{"compare", 1, 0, 'C'}, {"posix-threads", 1, 0, 'P'}, {"uring-threads", 1, 0, 'U'},
+		{"uring-qd", 1, 0, 'D'}, {"prefill", 1, 0, 'F'}, {0, 0, 0, 0}};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--array"))
 			return bam_bench_array(argc, argv);
@@ -254,6 +441,11 @@ int bam_cmd_bench(int argc, char **argv)
 		case 'o': if (cli_u64(optarg, 1, 3600000, &o.timeout_ms)) goto bad; break;
 		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o.seed)) goto bad; break;
 		case 'w': if (cli_u32(optarg, 1, 1024, &o.workers)) goto bad; break;
+		case 'C': if (parse_compare(optarg, &o.compare)) goto bad; break;
+		case 'P': if (cli_u32(optarg, 1, 1024, &o.posix_threads)) goto bad; break;
+		case 'U': if (cli_u32(optarg, 1, 256, &o.uring_threads)) goto bad; break;
+		case 'D': if (cli_u32(optarg, 1, 4096, &o.uring_qd)) goto bad; break;
+		case 'F': if (cli_u32(optarg, 0, 1, &o.prefill)) goto bad; break;
 		case 'j': o.json = 1; break;
 		case 'Z': o.quiet = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -273,6 +465,15 @@ int bam_cmd_bench(int argc, char **argv)
 	}
 	if (o.size < o.bs) {
 		fprintf(stderr, "bench: --size must hold at least one block of --bs\n");
+		return 2;
+	}
+	if (o.compare && (strncmp(o.backend, "file", 4) || (o.backend[4] && o.backend[4] != ':'))) {
+		fprintf(stderr, "bench: --compare needs the file back end (--backend=file:PATH...): it reads the "
+				"same files outside bam; the back end here is '%s'\n", o.backend);
+		return 2;
+	}
+	if (o.compare && o.rw != BENCH_READ && o.rw != BENCH_RANDREAD) {
+		fprintf(stderr, "bench: --compare measures reads: use --rw=randread or --rw=read\n");
 		return 2;
 	}
 
@@ -389,7 +590,7 @@ int bam_cmd_bench(int argc, char **argv)
 	a.seed = o.seed;
 
 	/* prefill the tested region with the pattern (reads verify against it) */
-	if (o.verify && o.rw != BENCH_WRITE && o.rw != BENCH_RANDWRITE) {
+	if (o.verify && o.prefill && o.rw != BENCH_WRITE && o.rw != BENCH_RANDWRITE) {
 		struct prefill p = {.ctx = ctx, .a = &a, .per_ctrl_bytes = per_ctrl_blocks * o.bs, .chunk = 4ull << 20};
 		p.nchunks = (p.per_ctrl_bytes + p.chunk - 1) / p.chunk;
 		if (!o.quiet)
@@ -399,6 +600,12 @@ int bam_cmd_bench(int argc, char **argv)
 		bam_cpu_launch(p.nchunks * n_ctrl, (uint32_t)(ncpu > 0 ? ncpu : 2), prefill_one, &p);
 		if (p.rc) {
 			fprintf(stderr, "bench: prefill failed: %s\n", bam_strerror(p.rc));
+			bam_ctx_close(ctx);
+			return 1;
+		}
+		/* files: the pattern went through the page cache; write it back now, or the
+		 * first direct reads of each range would wait for it during the run */
+		if ((p.rc = files_sync(bam_ctx_backend_desc(ctx)))) {
 			bam_ctx_close(ctx);
 			return 1;
 		}
@@ -504,10 +711,39 @@ int bam_cmd_bench(int argc, char **argv)
 	double iops = elapsed > 0 ? (double)res.ios / elapsed : 0;
 	double mbps = elapsed > 0 ? (double)res.bytes / elapsed / 1e6 : 0;
 	uint64_t p50 = percentile(&res, 0.50), p99 = percentile(&res, 0.99), p999 = percentile(&res, 0.999);
-	const char *tname = bam_ctx_target(ctx) == BAM_TARGET_GPU ? "gpu" : "cpu";
+	const int on_gpu = bam_ctx_target(ctx) == BAM_TARGET_GPU;
+	const char *tname = on_gpu ? "gpu" : "cpu";
+	char desc[1024];
+	snprintf(desc, sizeof(desc), "%s", bam_ctx_backend_desc(ctx));
+	const uint32_t qpairs = bam_ctx_qpairs(ctx), qdepth = bam_ctx_queue_depth(ctx);
+	if (res.errors || res.timeouts || res.verify_fail)
+		exit_code = 1;
+	if (res.timeouts || getenv("BAM_DEBUG"))
+		bam_ctx_dump(ctx, stderr);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
+	bam_ctx_close(ctx);
+
+	/* the comparisons run now, with the back end's service threads gone */
+	struct cmp_out cmp;
+	memset(&cmp, 0, sizeof(cmp));
+	if (o.compare) {
+		struct bench_cmp_cfg cc = {.bs = (uint32_t)o.bs, .lba_shift = a.lba_shift, .nblocks = nblocks,
+					   .random = o.rw == BENCH_RANDREAD, .runtime = o.runtime,
+					   .total_ios = o.number_ios ? a.ios_per_thread * o.threads : 0,
+					   .verify = (int)o.verify, .gpu = on_gpu, .seed = o.seed,
+					   .stall_ns = (o.timeout_ms < 2500 ? 2500 : o.timeout_ms) * 4000000ull};
+		if (run_compare(&o, desc, &cc, &cmp))
+			exit_code = 1;
+		for (int k = 0; k < 2; k++)
+			if (cmp.ran[k] && (cmp.r[k].errors || cmp.r[k].verify_fail))
+				exit_code = 1;
+	}
+
 	if (o.json) {
 		cJSON *j = cJSON_CreateObject(), *cfg = cJSON_AddObjectToObject(j, "config");
-		cJSON_AddStringToObject(cfg, "backend", bam_ctx_backend_desc(ctx));
+		cJSON_AddStringToObject(cfg, "backend", desc);
 		cJSON_AddStringToObject(cfg, "target", tname);
 		cJSON_AddStringToObject(cfg, "rw", o.rw_name);
 		cJSON_AddNumberToObject(cfg, "bs", (double)o.bs);
@@ -515,8 +751,8 @@ int bam_cmd_bench(int argc, char **argv)
 		cJSON_AddNumberToObject(cfg, "threads", (double)o.threads);
 		cJSON_AddNumberToObject(cfg, "iodepth", o.iodepth);
 		cJSON_AddNumberToObject(cfg, "controllers", n_ctrl);
-		cJSON_AddNumberToObject(cfg, "qpairs", bam_ctx_qpairs(ctx));
-		cJSON_AddNumberToObject(cfg, "queue_depth", bam_ctx_queue_depth(ctx));
+		cJSON_AddNumberToObject(cfg, "qpairs", qpairs);
+		cJSON_AddNumberToObject(cfg, "queue_depth", qdepth);
 		cJSON_AddNumberToObject(cfg, "verify", o.verify);
 		cJSON *r = cJSON_AddObjectToObject(j, "result");
 		cJSON_AddNumberToObject(r, "ios", (double)res.ios);
@@ -533,7 +769,7 @@ int bam_cmd_bench(int argc, char **argv)
 		cJSON_AddNumberToObject(r, "commands", (double)tot.cmds);
 		if (want_base) {
 			cJSON *b = cJSON_AddObjectToObject(j, "baseline");
-			cJSON_AddStringToObject(b, "what", bam_ctx_target(ctx) == BAM_TARGET_GPU
+			cJSON_AddStringToObject(b, "what", on_gpu
 				? "plain kernel reading random bs chunks of pinned host memory" : "host threads copying random bs chunks of host memory");
 			cJSON_AddNumberToObject(b, "chunks_per_s", base_cps);
 			cJSON_AddNumberToObject(b, "MBps", base_bps / 1e6);
@@ -541,6 +777,8 @@ int bam_cmd_bench(int argc, char **argv)
 			if (hbm_bps > 0)
 				cJSON_AddNumberToObject(b, "hbm_MBps", hbm_bps / 1e6);
 		}
+		if (cmp.ran[0] || cmp.ran[1])
+			cmp_json(j, &cmp, on_gpu, iops, mbps);
 		char *s = cJSON_Print(j);
 		printf("%s\n", s);
 		free(s);
@@ -548,9 +786,9 @@ int bam_cmd_bench(int argc, char **argv)
 	} else {
 		printf("bam bench: rw=%s bs=%llu size=%llu threads=%llu iodepth=%u target=%s\n", o.rw_name,
 		       (unsigned long long)o.bs, (unsigned long long)o.size, (unsigned long long)o.threads, o.iodepth, tname);
-		printf("  backend: %s\n", bam_ctx_backend_desc(ctx));
-		printf("  controllers=%u qpairs=%u queue_depth=%u timeout=%llums verify=%u\n", n_ctrl, bam_ctx_qpairs(ctx),
-		       bam_ctx_queue_depth(ctx), (unsigned long long)o.timeout_ms, o.verify);
+		printf("  backend: %s\n", desc);
+		printf("  controllers=%u qpairs=%u queue_depth=%u timeout=%llums verify=%u\n", n_ctrl, qpairs, qdepth,
+		       (unsigned long long)o.timeout_ms, o.verify);
 		printf("  ios=%llu (read %llu, write %llu) in %.3f s\n", (unsigned long long)res.ios,
 		       (unsigned long long)res.reads, (unsigned long long)res.writes, elapsed);
 		printf("  IOPS=%.0f BW=%.1f MB/s\n", iops, mbps);
@@ -565,20 +803,13 @@ int bam_cmd_bench(int argc, char **argv)
 		       (unsigned long long)tot.injected, (unsigned long long)tot.qp.late);
 		if (want_base) {
 			printf("  baseline (%s): %.0f chunks/s, %.1f MB/s -> bam/baseline = %.3f (bandwidth)\n",
-			       bam_ctx_target(ctx) == BAM_TARGET_GPU ? "GPU kernel, random chunks of pinned host memory"
-								     : "host threads copying random chunks",
+			       on_gpu ? "GPU kernel, random chunks of pinned host memory" : "host threads copying random chunks",
 			       base_cps, base_bps / 1e6, base_bps > 0 ? mbps * 1e6 / base_bps : 0);
 			if (hbm_bps > 0)
 				printf("  HBM read: %.1f GB/s\n", hbm_bps / 1e9);
 		}
+		if (cmp.ran[0] || cmp.ran[1])
+			cmp_print(&cmp, on_gpu, iops, mbps);
 	}
-	if (res.errors || res.timeouts || res.verify_fail)
-		exit_code = 1;
-	if (res.timeouts || getenv("BAM_DEBUG"))
-		bam_ctx_dump(ctx, stderr);
-	bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
-	bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
-	bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
-	bam_ctx_close(ctx);
 	return exit_code;
 }
