@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `bam bench --compare=posix,uring` on the CPU target, on small temporary files: the bam
+# run through the file back end and both CPU-orchestrated comparisons (posix: pread +
+# copy; uring: the io_uring ceiling) read verified data and report positive IOPS in
+# their JSON, with O_DIRECT (cold) and through the page cache (warm, direct=0, where no
+# comparison may use O_DIRECT), over one file and two striped; --prefill=0 verifies
+# the pattern an earlier run wrote and catches a file without it; a --runtime bounds
+# the comparisons too; the flag is refused with a clear error for a back end other
+# than file, for writes and for an unknown comparison.
+set -euo pipefail
+BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/err" "$W/out" 2>/dev/null | tail -40; }
+
+# bench: description, expected exit code, python condition over the JSON d, args...
+bench() {
+  local d=$1 want=$2 cond=$3; shift 3
+  local rc=0
+  "$BAM" bench --target=cpu --json --quiet --baseline=0 "$@" >"$W/out" 2>"$W/err" || rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "$d (exit $rc, expected $want)"
+  elif python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($cond) else 1)" "$W/out"; then
+    ok "$d"
+  else
+    bad "$d (condition: $cond)"
+  fi
+}
+
+# refused: description, expected stderr text, args...
+refused() {
+  local d=$1 text=$2; shift 2
+  local rc=0
+  "$BAM" bench --target=cpu --quiet "$@" >"$W/out" 2>"$W/err" || rc=$?
+  if [ "$rc" -eq 2 ] && grep -qF -- "$text" "$W/err"; then
+    ok "$d"
+  else
+    bad "$d (exit $rc, expected 2 and '$text' on stderr)"
+  fi
+}
+
+clean="d['result']['iops'] > 0 and d['result']['errors'] == 0 and d['result']['timeouts'] == 0 \
+and d['result']['verify_failures'] == 0 and d['result']['ios'] == IOS \
+and all(d['compare'][k]['iops'] > 0 and d['compare'][k]['MBps'] > 0 and d['compare'][k]['ios'] == IOS \
+and d['compare'][k]['errors'] == 0 and d['compare'][k]['verified'] > 0 \
+and d['compare'][k]['verify_failures'] == 0 and d['compare'][k]['ratio_iops'] > 0 \
+and d['compare'][k]['ratio_bw'] > 0 for k in ('posix', 'uring'))"
+
+bench "cold (O_DIRECT where the file system allows it), 4 KiB random reads" 0 "${clean//IOS/4000} and d['compare']['uring']['qd'] == 128" \
+  --backend="file:$W/a.dat,size=16M" --size=16M --bs=4k --threads=4 --number_ios=4000 --compare=posix,uring
+bench "warm (page cache), two files striped, 64 KiB sequential reads" 0 "${clean//IOS/512} and d['compare']['direct_files'] == 0 and d['compare']['files'] == 2" \
+  --backend="file:$W/b.dat,$W/c.dat,size=8M,direct=0" --size=16M --bs=64k --rw=read --threads=4 --number_ios=512 \
+  --compare=posix,uring --posix-threads=3 --uring-threads=2 --uring-qd=16
+bench "--prefill=0 verifies what the first run wrote" 0 "${clean//IOS/2000}" \
+  --backend="file:$W/a.dat" --size=16M --bs=4k --threads=4 --number_ios=2000 --prefill=0 --compare=posix,uring
+bench "--prefill=0 on a file without the pattern: every reader sees wrong data" 1 \
+  "d['result']['verify_failures'] > 0 and d['compare']['posix']['verify_failures'] > 0 and d['compare']['uring']['verify_failures'] > 0" \
+  --backend="file:$W/z.dat,size=4M" --size=4M --bs=4k --threads=2 --number_ios=500 --prefill=0 --compare=posix,uring
+bench "--runtime bounds the comparisons, --compare=posix alone" 0 \
+  "'uring' not in d['compare'] and d['compare']['posix']['iops'] > 0 and d['compare']['posix']['seconds'] < 10" \
+  --backend="file:$W/a.dat" --size=16M --bs=4k --threads=2 --runtime=0.3 --prefill=0 --compare=posix
+
+refused "--compare with the emu back end" "--compare needs the file back end" --backend=emu --compare=posix,uring
+refused "--compare with writes" "--compare measures reads" --backend="file:$W/a.dat" --rw=randwrite --compare=posix
+refused "--compare=fio (unknown)" "bad value 'fio' for --compare" --backend="file:$W/a.dat" --compare=fio
+
+echo "bench --compare: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
