@@ -160,8 +160,25 @@ void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes)
 		cudaStreamSynchronize(stream());
 		pthread_mutex_unlock(&lock);
 	} else {
-		CUDA_TRY(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), fail);
+		/* small pinned allocations may come from a pool and not start a page: align
+		 * them too (the file back end's queue rings live here) */
+		void *base = NULL;
+		struct aligned_rec *r = malloc(sizeof(*r));
+		if (!r)
+			goto fail;
+		if (cudaHostAlloc(&base, bytes + 4096, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+			fprintf(stderr, "bam: cudaHostAlloc(%llu) failed\n", (unsigned long long)bytes);
+			free(r);
+			goto fail;
+		}
+		p = (void *)(((uintptr_t)base + 4095) & ~(uintptr_t)4095);
 		memset(p, 0, bytes);
+		pthread_mutex_lock(&lock);
+		r->aligned = p;
+		r->base = base;
+		r->next = aligned_recs;
+		aligned_recs = r;
+		pthread_mutex_unlock(&lock);
 	}
 	bam_gpu_resume_all();
 	return p;
@@ -173,14 +190,13 @@ fail:
 void bam_gpu_free(enum bam_mem_kind kind, void *p)
 {
 	bam_gpu_pause_all();
-	if (kind == BAM_MEM_DEVICE) {
-		pthread_mutex_lock(&lock);
-		void *b = base_of(p);
-		pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&lock);
+	void *b = base_of(p);
+	pthread_mutex_unlock(&lock);
+	if (kind == BAM_MEM_DEVICE)
 		cudaFree(b);
-	} else {
-		cudaFreeHost(p);
-	}
+	else
+		cudaFreeHost(b);
 	bam_gpu_resume_all();
 }
 
