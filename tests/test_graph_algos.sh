@@ -2,7 +2,8 @@
 # BFS levels and CC labels equal the CPU reference (bam bfs/cc --verify exit non-zero on
 # any mismatch) on both real graphs and on a generated Kronecker graph, in every mode
 # the CPU target has (bam through the emulated SSD; host memory), and through bam with
-# several controllers, a small cache and small lines (heavy eviction).
+# several controllers, a small cache and small lines (heavy eviction), and on real files
+# through the file back end.
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
 DATA=${BAM_SHARED_DATA:-../shared/data}
@@ -41,5 +42,8 @@ done
 g=${graphs[0]}
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M
+# through bam on real files (the file back end, io_uring): one file, then two striped
+check "bfs $(basename "$g") file back end" "$BAM" bfs "$g" --backend=file:"$W/g1.dat",size=64M --sources=2
+check "cc $(basename "$g") file back end, 2 files striped" "$BAM" cc "$g" --backend=file:"$W/g2a.dat",path="$W/g2b.dat",size=32M
 echo "graph algorithms: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -35,6 +35,12 @@ void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);
 void bam_gpu_free(enum bam_mem_kind kind, void *p);
 int bam_gpu_copy(void *dst, const void *src, uint64_t bytes);
 int bam_gpu_memset(void *dst, int c, uint64_t bytes);
+/* Copy streams for host services (the file back end's workers): copies queued on a
+ * stream of the caller's own (no library lock), one synchronisation per batch. */
+void *bam_gpu_stream_new(void);
+int bam_gpu_copy_on(void *stream, void *dst, const void *src, uint64_t bytes);
+int bam_gpu_stream_wait(void *stream);
+void bam_gpu_stream_free(void *stream);
 /* Persistent kernels register pause/resume hooks; calls that synchronise the device
  * run between bam_gpu_pause_all() and bam_gpu_resume_all() (nestable). */
 void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *));

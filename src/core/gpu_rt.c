@@ -212,6 +212,28 @@ fail:
 	return -EIO;
 }
 
+void *bam_gpu_stream_new(void)
+{
+	cudaStream_t s = NULL;
+	return cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess ? (void *)s : NULL;
+}
+
+int bam_gpu_copy_on(void *stream, void *dst, const void *src, uint64_t bytes)
+{
+	return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream) == cudaSuccess ? 0 : -EIO;
+}
+
+int bam_gpu_stream_wait(void *stream)
+{
+	return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? 0 : -EIO;
+}
+
+void bam_gpu_stream_free(void *stream)
+{
+	if (stream)
+		cudaStreamDestroy((cudaStream_t)stream);
+}
+
 int bam_gpu_memset(void *dst, int c, uint64_t bytes)
 {
 	int rc = 0;

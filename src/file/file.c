@@ -13,7 +13,9 @@
  * direct-I/O alignment refuses goes through the slot's bounce buffer instead. GPU
  * target: PRP addresses (and PRP lists) are GPU memory, which the kernel cannot DMA
  * to or from here, so every command goes through a pinned staging buffer per slot
- * and bam_mem_copy (a non-blocking stream: nothing here synchronises the device).
+ * and a copy on the worker's own non-blocking stream (nothing here synchronises the
+ * device); a read's CQE is posted after its copy, the copies of all reads reaped
+ * together waited for once (flush_pending).
  * Back-end string: docs/BACKENDS.md.
  */
 #define _GNU_SOURCE
@@ -94,6 +96,8 @@ struct file_worker {
 	uint32_t nslots;
 	uint32_t *free_slots, nfree;
 	uint8_t *stage;           /* nslots * FILE_MAX_XFER */
+	void *cs;                 /* GPU target: this worker's copy stream */
+	uint32_t *pend, npend;    /* reads whose copy-out is queued on cs, CQE not posted */
 	uint64_t *prp;            /* nslots * FILE_PRP_PAGES pages */
 	int leak;                 /* I/O still in the kernel at stop: keep its buffers */
 	pthread_t th;
@@ -540,19 +544,33 @@ static uint16_t prp_segments(struct file_slot *sl, const struct nvme_sqe *s)
 }
 
 /* Move data between the slot's stage and the PRP segments: to the stage before a
- * write (to_stage), from it after a read. bam_mem_copy is a plain copy on the CPU
- * target and a copy on the library's non-blocking stream on the GPU target. */
-static uint16_t stage_copy(struct bam_ctx *ctx, struct file_slot *sl, int to_stage)
+ * write (to_stage), from it after a read. CPU target: a plain copy. GPU target: copies
+ * queued on the worker's own stream (cs); with 'wait' the worker synchronises with
+ * them before returning, else the caller does (flush_pending) before the CQE. */
+static uint16_t stage_copy(struct file_worker *wk, struct file_slot *sl, int to_stage, int wait)
 {
 	uint64_t o = 0;
 	for (uint32_t i = 0; i < sl->nseg; i++) {
 		void *t = (void *)(uintptr_t)sl->seg[i].addr;
-		int rc = to_stage ? bam_mem_copy(ctx, sl->stage + o, t, sl->seg[i].len)
-				  : bam_mem_copy(ctx, t, sl->stage + o, sl->seg[i].len);
+		void *d = to_stage ? (void *)(sl->stage + o) : t;
+		const void *s = to_stage ? (const void *)t : (const void *)(sl->stage + o);
+		int rc;
+#ifdef BAM_HAVE_CUDA
+		if (wk->cs)
+			rc = bam_gpu_copy_on(wk->cs, d, s, sl->seg[i].len);
+		else
+#endif
+			rc = bam_mem_copy(wk->fb->ctx, d, s, sl->seg[i].len);
 		if (rc)
 			return ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
 		o += sl->seg[i].len;
 	}
+#ifdef BAM_HAVE_CUDA
+	if (wk->cs && wait && bam_gpu_stream_wait(wk->cs))
+		return ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+#else
+	(void)wait;
+#endif
 	return 0;
 }
 
@@ -626,7 +644,7 @@ static uint16_t start_cmd(struct file_worker *wk, struct file_slot *sl)
 	 * PRP1 may carry any dword offset: bounce those */
 	sl->bounce = wk->fb->staged || (fc->direct && !segs_dio_aligned(sl, fc->dio_align));
 	if (sl->bounce) {
-		if (s.opc == NVME_CMD_WRITE && (st = stage_copy(wk->fb->ctx, sl, 1)))
+		if (s.opc == NVME_CMD_WRITE && (st = stage_copy(wk, sl, 1, 1)))
 			return st;
 		sl->iov[0].iov_base = sl->stage;
 		sl->iov[0].iov_len = bytes;
@@ -642,15 +660,43 @@ static uint16_t start_cmd(struct file_worker *wk, struct file_slot *sl)
 }
 
 /* Post the command's CQE and free its slot. */
-static void finish_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st)
+static void post_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st)
 {
 	struct file_ctrl *fc = wk->fc;
-	if (!st && sl->bounce && sl->sqe.opc == NVME_CMD_READ)
-		st = stage_copy(wk->fb->ctx, sl, 0); /* the data is in place before the CQE */
 	emu_count(&fc->e, &sl->sqe, st ? 0 : sl->bytes, st);
 	emu_post_cqe(sl->q, sl->sqe.cid, st);
 	fc->qinfl[sl->qid]--;
 	wk->free_slots[wk->nfree++] = (uint32_t)(sl - wk->slots);
+}
+
+/* Wait for the queued copy-outs of this batch (one synchronisation for all of them),
+ * then post their CQEs: the data is in place before each CQE. */
+static void flush_pending(struct file_worker *wk)
+{
+	if (!wk->npend)
+		return;
+	uint16_t st = 0;
+#ifdef BAM_HAVE_CUDA
+	if (bam_gpu_stream_wait(wk->cs))
+		st = ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+#endif
+	for (uint32_t k = 0; k < wk->npend; k++)
+		post_cmd(wk, &wk->slots[wk->pend[k]], st);
+	wk->npend = 0;
+}
+
+/* A command is done: a successful staged read first copies its data out (GPU target:
+ * queued, posted by flush_pending after the batch's copies), then its CQE is posted. */
+static void finish_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st)
+{
+	if (!st && sl->bounce && sl->sqe.opc == NVME_CMD_READ) {
+		st = stage_copy(wk, sl, 0, wk->cs == NULL);
+		if (!st && wk->cs) {
+			wk->pend[wk->npend++] = (uint32_t)(sl - wk->slots);
+			return;
+		}
+	}
+	post_cmd(wk, sl, st);
 }
 
 /* An io_uring completion for slot sl with result 'res' (bytes or -errno). */
@@ -776,6 +822,7 @@ static uint32_t reap(struct file_worker *wk)
 		/* else: liburing's internal timeout entry (LIBURING_UDATA_TIMEOUT) */
 	}
 	io_uring_cq_advance(&wk->ring, n);
+	flush_pending(wk);
 	return n;
 }
 
@@ -784,6 +831,7 @@ static uint32_t reap(struct file_worker *wk)
 static void drain(struct file_worker *wk)
 {
 	uint64_t deadline = bam_time_ns() + 10000000000ull;
+	flush_pending(wk);
 	io_uring_submit(&wk->ring);
 	while (wk->nfree < wk->nslots && bam_time_ns() < deadline) {
 		struct io_uring_cqe *cqe;
@@ -850,10 +898,16 @@ static void worker_free(struct file_be *fb, struct file_worker *wk)
 	}
 	wk->stage = NULL;
 	wk->prp = NULL;
+#ifdef BAM_HAVE_CUDA
+	bam_gpu_stream_free(wk->cs);
+#endif
+	wk->cs = NULL;
 	free(wk->slots);
 	free(wk->free_slots);
+	free(wk->pend);
 	wk->slots = NULL;
 	wk->free_slots = NULL;
+	wk->pend = NULL;
 }
 
 static int worker_init(struct file_be *fb, struct file_worker *wk)
@@ -874,6 +928,12 @@ static int worker_init(struct file_be *fb, struct file_worker *wk)
 	wk->nslots = ns;
 	wk->slots = calloc(ns, sizeof(*wk->slots));
 	wk->free_slots = calloc(ns, sizeof(uint32_t));
+	wk->pend = calloc(ns, sizeof(uint32_t));
+	wk->npend = 0;
+#ifdef BAM_HAVE_CUDA
+	if (fb->ctx->target == BAM_TARGET_GPU && !(wk->cs = bam_gpu_stream_new()))
+		return -ENOMEM;
+#endif
 	if (posix_memalign((void **)&wk->prp, 4096, (size_t)ns * FILE_PRP_PAGES * NVME_PAGE_SIZE))
 		wk->prp = NULL;
 	uint64_t stage_bytes = (uint64_t)ns * FILE_MAX_XFER;
@@ -885,7 +945,7 @@ static int worker_init(struct file_be *fb, struct file_worker *wk)
 		/* untouched pages of it cost nothing: only bounced commands use it */
 		wk->stage = NULL;
 	}
-	if (!wk->slots || !wk->free_slots || !wk->prp || !wk->stage)
+	if (!wk->slots || !wk->free_slots || !wk->pend || !wk->prp || !wk->stage)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ns; i++) {
 		wk->slots[i].stage = wk->stage + (uint64_t)i * FILE_MAX_XFER;
