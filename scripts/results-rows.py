@@ -2,7 +2,7 @@
 """Turn the JSON files of one gpu-check run into markdown table rows for results/.
 
 Usage: results-rows.py OUTDIR COMMIT MACHINE
-Writes OUTDIR/rows-<family>.md (family: io, cache, graph); each row carries the date,
+Writes OUTDIR/rows-<family>.md (family: io, cache, graph, file); each row carries the date,
 commit, machine, the exact command (from OUTDIR/<name>.cmd) and the numbers with the
 baseline measured in the same run. Numbers are copied from the JSON, never typed.
 """
@@ -10,7 +10,7 @@ import json, os, sys, datetime
 
 out, commit, machine = sys.argv[1], sys.argv[2], sys.argv[3]
 date = datetime.date.today().isoformat()
-rows = {"io": [], "cache": [], "graph": []}
+rows = {"io": [], "cache": [], "graph": [], "file": []}
 
 def load(name):
     try:
@@ -33,7 +33,17 @@ for fn in sorted(os.listdir(out)):
     if d is None:
         continue
     c = "`" + cmd(name).replace("|", "\\|") + "`"
-    if "result" in d:  # bam bench
+    if "compare" in d:  # bam bench --compare (scripts/gpu-check-file)
+        r, cp = d["result"], d["compare"]
+        def side(k):
+            x = cp.get(k) or {}
+            return "%.4g" % x["iops"] if "iops" in x else "-", "%.3f" % x["ratio_iops"] if "ratio_iops" in x else "-"
+        pi, pr = side("posix")
+        ui, ur = side("uring")
+        rows["file"].append("| %s | %s | %s | %s | %s | %.4g | %.0f | %s | %s | %s | %s | %d/%d/%d |" % (
+            date, commit, machine, name, c, r["iops"], r["MBps"], pi, ui, ur, pr, r["errors"], r["timeouts"],
+            r["verify_failures"]))
+    elif "result" in d:  # bam bench
         r, b = d["result"], d.get("baseline", {})
         base = "%.0f MB/s (%.3g chunks/s)" % (b["MBps"], b["chunks_per_s"]) if b else "-"
         ratio = "%.3f" % b["ratio_bw"] if b else "-"
