@@ -115,8 +115,9 @@ struct cpu_cc {
 static void cpu_cc_fn(void *arg, uint64_t t)
 {
 	struct cpu_cc *c = arg;
-	for (uint64_t v = t * c->per; v < (t + 1) * c->per && v < c->g->n; v++)
-		cc_warp(c->g, c->c, v, 0, 1);
+	uint64_t first = t * c->per, last = first + c->per < c->g->n ? first + c->per : c->g->n;
+	if (first < last)
+		cc_range(c->g, c->c, first, last, 0, 1);
 }
 static void cpu_jump_fn(void *arg, uint64_t t)
 {

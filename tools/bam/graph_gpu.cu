@@ -35,10 +35,13 @@ __global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
 
 __global__ void cc_kernel(struct graph_view g, struct cc_state c)
 {
-	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-	for (uint64_t v = w0; v < g.n; v += stride)
-		cc_warp(&g, &c, v, threadIdx.x & 31u, 32);
+	/* each warp a contiguous range of vertices (graph_kern.h, cc_range) */
+	uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint64_t nw = ((uint64_t)gridDim.x * blockDim.x) >> 5;
+	uint64_t per = (g.n + nw - 1) / nw;
+	uint64_t first = w * per, last = first + per < g.n ? first + per : g.n;
+	if (first < last)
+		cc_range(&g, &c, first, last, threadIdx.x & 31u, 32);
 }
 
 __global__ void cc_jump_kernel(uint64_t n, struct cc_state c)

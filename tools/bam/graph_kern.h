@@ -9,7 +9,8 @@
  * BFS: level-synchronous; one warp per frontier vertex, its lanes striding over the
  * vertex's neighbour list (paper: "BFS assigns one warp per frontier vertex").
  * CC: min-label propagation over every arc in both directions plus pointer jumping,
- * scanning all vertices each iteration (the paper's more irregular pattern); labels
+ * scanning all vertices each iteration (the paper's more irregular pattern), each warp
+ * a contiguous range of vertices; labels
  * converge to the smallest vertex id of each weakly connected component, the
  * convention of bam_ref_cc.
  */
@@ -160,32 +161,99 @@ BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uin
 	gv_edges_done(g, &h, n, gets);
 }
 
-/* One warp hooks vertex v with all its out-neighbours, both directions. */
-BAM_HD_INLINE void cc_warp(const struct graph_view *g, struct cc_state *c, uint64_t v, uint32_t lane, uint32_t wsize)
+#define CC_BATCH 31u /* vertices per batch: their 32 offsets are read by one warp at once */
+
+/* Offset v into *o: plain, or through the array (warp-coalesced among the calling
+ * threads on the GPU; through the thread's handle h on the CPU target). */
+BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_t v, uint64_t *o)
 {
-	uint64_t s, e;
-	if (gv_range(g, v, &s, &e))
-		return;
-	int changed = 0;
-	struct bam_line h = {0};
-	h.slot = -1;
-	uint32_t n = 0, gets = 0;
-	for (uint64_t i = s + lane; i < e; i += wsize) {
-		uint64_t u;
-		if (gv_edge_h(g, &h, i, &u, &gets))
-			break;
-		n++;
-		if (u >= g->n) {
-			gv_fail(g, -ERANGE);
-			break;
-		}
-		uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
-		if (lu < lv)
-			changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[v], lu) > lu;
-		else if (lv < lu)
-			changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
+	if (!g->bam) {
+		*o = g->off_p[v];
+		return 0;
 	}
-	gv_edges_done(g, &h, n, gets);
+#if BAM_ON_GPU
+	(void)h;
+	int rc = bam_array_warp_read_u64(g->off_a, v, o);
+#else
+	int rc = bam_line_get(g->off_a, h, v);
+	if (!rc) {
+		*o = ((const volatile uint64_t *)h->data)[v - h->first];
+		if (v != h->first)
+			bam_array_count_accesses(g->off_a, 1); /* bam_line_get counted the first */
+	}
+#endif
+	gv_fail(g, rc);
+	return rc;
+}
+
+/*
+ * Connected components: one warp (or one CPU thread, wsize 1) hooks every vertex of
+ * [first, last) with all its out-neighbours, both directions. A warp owns a contiguous
+ * range, so concurrent warps touch different lines (their misses overlap instead of
+ * queueing behind one fill). Per batch of up to CC_BATCH vertices the warp reads the
+ * batch's offsets at once (lane k: off[base + k]) and shares them with __shfl_sync;
+ * then it walks the batch's neighbour lists through one line handle per thread, so the
+ * cache is probed about once per line rather than once per vertex. The handle is
+ * dropped before the next batch's offsets are read: a warp never holds a line while it
+ * waits for another (no hold-and-wait among warps, so no deadlock when the cache has
+ * fewer lines than warps).
+ */
+BAM_HD_INLINE void cc_range(const struct graph_view *g, struct cc_state *c, uint64_t first, uint64_t last,
+			    uint32_t lane, uint32_t wsize)
+{
+	int changed = 0, bad = 0;
+	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
+		const uint32_t cnt = last - base < CC_BATCH ? (uint32_t)(last - base) : CC_BATCH;
+		struct bam_line ho = {0};
+		ho.slot = -1;
+#if BAM_ON_GPU
+		uint64_t ol = 0;
+		if (lane <= cnt && gv_off(g, &ho, base + lane, &ol))
+			bad = 1;
+		if (__any_sync(0xffffffffu, bad))
+			break;
+#else
+		uint64_t ob[CC_BATCH + 1];
+		for (uint32_t k = 0; k <= cnt && !bad; k++)
+			bad = gv_off(g, &ho, base + k, &ob[k]) != 0;
+		bam_line_put(g->off_a, &ho);
+		if (bad)
+			break;
+#endif
+		struct bam_line h = {0};
+		h.slot = -1;
+		uint32_t n = 0, gets = 0;
+		for (uint32_t j = 0; j < cnt; j++) {
+			const uint64_t v = base + j;
+#if BAM_ON_GPU
+			const uint64_t s = __shfl_sync(0xffffffffu, ol, j), e = __shfl_sync(0xffffffffu, ol, j + 1);
+#else
+			const uint64_t s = ob[j], e = ob[j + 1];
+#endif
+			for (uint64_t i = s + lane; i < e && !bad; i += wsize) {
+				uint64_t u;
+				if (gv_edge_h(g, &h, i, &u, &gets)) {
+					bad = 1;
+					break;
+				}
+				n++;
+				if (u >= g->n) {
+					gv_fail(g, -ERANGE);
+					bad = 1;
+					break;
+				}
+				uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
+				if (lu < lv)
+					changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[v], lu) > lu;
+				else if (lv < lu)
+					changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
+			}
+		}
+		gv_edges_done(g, &h, n, gets);
+#if BAM_ON_GPU
+		bad = __any_sync(0xffffffffu, bad);
+#endif
+	}
 	if (changed)
 		bam_store_relaxed_u32(c->changed, 1);
 }
