@@ -428,7 +428,12 @@ int bam_cmd_bench(int argc, char **argv)
 		case 'd': if (cli_u32(optarg, 1, BENCH_MAX_IODEPTH, &o.iodepth)) goto bad; break;
 		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &o.threads)) goto bad; break;
 		case 'q': if (cli_u32(optarg, 1, 65535, &o.qpairs)) goto bad; break;
-		case 'Q': if (cli_u32(optarg, 2, 65536, &o.queue_depth)) goto bad; break;
+		case 'Q':
+			if (cli_u32(optarg, 2, 65536, &o.queue_depth) || (o.queue_depth & (o.queue_depth - 1))) {
+				fprintf(stderr, "bench: --queue-depth=%s: a power of two from 2 to 65536\n", optarg);
+				return 2;
+			}
+			break;
 		case 'B': o.backend = optarg; break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) o.target = BAM_TARGET_GPU;
@@ -501,14 +506,18 @@ int bam_cmd_bench(int argc, char **argv)
 	int want_base = o.baseline == 2 ? (o.rw == BENCH_READ || o.rw == BENCH_RANDREAD) : (int)o.baseline;
 	double base_bps = 0, base_cps = 0, hbm_bps = 0;
 	enum bam_target tgt = o.target;
-	if (tgt == BAM_TARGET_AUTO) {
 #ifdef BAM_HAVE_CUDA
-		extern int bam_gpu_available(void);
+	extern int bam_gpu_available(void);
+	if (tgt == BAM_TARGET_AUTO)
 		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
+	else if (tgt == BAM_TARGET_GPU && !bam_gpu_available()) {
+		fprintf(stderr, "bench: --target=gpu: no usable CUDA device was found (use --target=cpu)\n");
+		return 1;
+	}
 #else
+	if (tgt == BAM_TARGET_AUTO)
 		tgt = BAM_TARGET_CPU;
 #endif
-	}
 	if (!o.threads)
 		o.threads = tgt == BAM_TARGET_GPU ? 65536 : 16;
 	if (!o.number_ios && o.runtime <= 0)
