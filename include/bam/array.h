@@ -39,10 +39,26 @@
 #define BAM_SLOT_DIRTY   (1u << 29)
 #define BAM_SLOT_REF     (1u << 28)
 #define BAM_SLOT_PINNED  (1u << 27) /* never evicted: a write-back of it timed out */
+#define BAM_SLOT_RETIRE  (1u << 26) /* with BUSY: retired (below) */
 #define BAM_SLOT_CNT     0x00ffffffu
-/* A slot whose fill timed out is retired: BUSY for good, never reused, since the
- * controller may still write into it. */
-#define BAM_SLOT_RETIRED BAM_SLOT_BUSY
+/*
+ * A slot whose fill timed out is retired: BUSY + RETIRE, holding no line; one whose
+ * write-back timed out is PINNED to its (dirty) line. Either way the controller may
+ * still move data into or out of the slot, so it is not reused: the timed-out command
+ * is recorded in pending[slot] (controller, queue pair, CID), and the slot is given
+ * back (bam_cache_slot_reclaim) only once that command is known complete: when its
+ * CID is no longer ABANDONED, i.e. the CQ head mover has passed its late completion
+ * (bam/qpair.h). The victim search and the flush do that as they meet such slots;
+ * bam_cache_reclaim (bam/cache.h) does it for the whole cache. A command whose
+ * completion never comes (dropped, controller stopped) keeps its slot out of use.
+ */
+#define BAM_SLOT_RETIRED (BAM_SLOT_BUSY | BAM_SLOT_RETIRE)
+
+/* pending[slot]: the command that may still touch a retired or pinned slot, 0 = none.
+ * Written only by the thread holding the slot locked (BUSY), before it publishes the
+ * RETIRED/PINNED state (release); read under the same lock to decide. */
+#define BAM_PEND_VALID   (1ull << 63)
+#define BAM_PEND_NOCID   (1ull << 62) /* the submission timed out: queued or not, CID unknown */
 
 #define BAM_MAX_ARRAYS   64
 #define BAM_CNT_SHARDS   64
@@ -102,6 +118,8 @@ struct bam_cache_dev {
 	uint32_t *state;          /* [n_slots] */
 	uint64_t *tag;            /* [n_slots] (array id << 40) | line, or BAM_TAG_NONE */
 	uint64_t *prp;            /* [n_slots * prp_stride/8] PRP lists (lines > 8 KiB) */
+	uint64_t *pending;        /* [n_slots] BAM_PEND_* record of a retired or pinned slot */
+	struct bam_dev *io;       /* the context's device view: queue pairs of pending commands */
 	uint32_t prp_stride;
 	uint32_t line_size;
 	uint32_t line_shift;
@@ -123,6 +141,14 @@ BAM_HD_INLINE uint32_t bam_cnt_shard(void)
 #endif
 }
 #define BAM_CNT(a) ((a)->cnt[bam_cnt_shard()].c)
+
+/* A pending[] record: command 'cid' on queue pair 'qp' of controller 'ctrl' (indices
+ * into bam_dev); 'nocid': a submission that timed out, CID unknown. */
+BAM_HD_INLINE uint64_t bam_pend_make(uint32_t ctrl, uint32_t qp, uint32_t cid, int nocid)
+{
+	return BAM_PEND_VALID | (nocid ? BAM_PEND_NOCID : 0) | ((uint64_t)(ctrl & 0xffu) << 32) |
+	       ((uint64_t)(qp & 0xffffu) << 16) | (cid & 0xffffu);
+}
 
 /* ---- line placement ------------------------------------------------------------ */
 
@@ -166,8 +192,20 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 	for (uint32_t r = 0; r < reps; r++) {
 		uint32_t ctrl;
 		uint64_t lba;
+		struct bam_io io;
 		bam_array_place(a, l, first + r, &ctrl, &lba);
-		int rc = bam_dev_io(a->io, ctrl, hint, opc, lba, bytes >> a->lba_shift, addr, prp, status);
+		int rc = bam_dev_io_submit(a->io, ctrl, hint, opc, lba, bytes >> a->lba_shift, addr, prp, &io);
+		const int queued = rc == 0;
+		if (queued)
+			rc = bam_dev_io_wait(&io, status);
+		if (rc == -ETIMEDOUT) {
+			/* The controller may still move data into or out of slot s: record the
+			 * command, for the caller retires or pins the slot until it is known
+			 * complete. The replicas before this one completed; none after it is sent:
+			 * a slot has at most one such command. */
+			bam_store_relaxed_u64(&c->pending[s], bam_pend_make(ctrl, (uint32_t)(io.qp - a->io->ctrl[ctrl].qps),
+									   queued ? io.cid : 0u, !queued));
+		}
 		if (rc)
 			return rc;
 		if (*status)
@@ -179,6 +217,38 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 }
 
 /* ---- slots ------------------------------------------------------------------------ */
+
+/*
+ * Whether the command a pending[] record names is known complete, so that the
+ * controller will not touch its buffer again. The waiter that timed out left its CID
+ * ABANDONED (bam/qpair.h); only the CQ head mover changes that, to FREE, when it passes
+ * the command's late CQE, which the controller posts after the data transfer. So a
+ * CID seen in any other state (FREE, or BUSY/ABANDONED again for a newer command: the
+ * latter reads as "not complete", which only delays the slot) means complete. The
+ * caller reads the record after the state that published it (acquire), hence after
+ * the ABANDONED store. 'help': first try to move that queue's CQ head (a late CQE that
+ * arrived while nobody waits on the queue is passed here). A submission that timed out
+ * (NOCID) may have queued its command under a CID it did not return: complete once no
+ * CID of the queue pair is ABANDONED; that scans the queue's CIDs, so only when
+ * helping.
+ */
+BAM_HD_INLINE int bam_pend_done(const struct bam_cache_dev *c, uint64_t rec, int help)
+{
+	if (!(rec & BAM_PEND_VALID))
+		return 1;
+	struct bam_qpair *qp = &c->io->ctrl[(rec >> 32) & 0xffu].qps[(rec >> 16) & 0xffffu];
+	if (help)
+		bam_qpair_cq_try_advance(qp);
+	if (rec & BAM_PEND_NOCID) {
+		if (!help)
+			return 0;
+		for (uint32_t i = 0; i < qp->depth; i++)
+			if (bam_load_acquire_gpu_u32(&qp->cid_state[i]) == BAM_CID_ABANDONED)
+				return 0;
+		return 1;
+	}
+	return bam_load_acquire_gpu_u32(&qp->cid_state[rec & 0xffffu]) != BAM_CID_ABANDONED;
+}
 
 /* Drop 'n' references of slot s (release: our reads of the line happen before). */
 BAM_HD_INLINE void bam_slot_put(struct bam_cache_dev *c, uint64_t s, uint32_t n)
@@ -222,7 +292,50 @@ BAM_HD_INLINE void bam_slot_set_flags(struct bam_cache_dev *c, uint64_t s, uint3
 	}
 }
 
-/* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT. */
+/*
+ * Give slot s back if it is retired or pinned and its recorded command is known
+ * complete (bam_pend_done; 'help' as there). A retired slot without references is then
+ * locked BUSY for the caller, empty: returns 1 (fill it, or release it with
+ * bam_slot_set_flags(c, s, 0, 0)). A pinned slot is unpinned and goes back to the
+ * clock, dirty. Returns 0 in every other case. The record decides only while the slot
+ * is locked by us (its writers hold that lock too): a slot given back, refilled and
+ * retired again between two looks is judged on its new record. Any thread, any time.
+ */
+BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, int help)
+{
+	uint32_t st = bam_load_acquire_gpu_u32(&c->state[s]);
+	if ((st & ~BAM_SLOT_CNT) == BAM_SLOT_RETIRED) {
+		/* a look without the lock first: most retired slots still wait */
+		if ((st & BAM_SLOT_CNT) || !bam_pend_done(c, bam_load_relaxed_u64(&c->pending[s]), help))
+			return 0;
+		if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, BAM_SLOT_BUSY) != st)
+			return 0;
+		if (!bam_pend_done(c, bam_load_relaxed_u64(&c->pending[s]), help)) {
+			bam_slot_set_flags(c, s, BAM_SLOT_RETIRED, 0); /* back as it was */
+			return 0;
+		}
+		bam_store_relaxed_u64(&c->pending[s], 0);
+		return 1;
+	}
+	if ((st & (BAM_SLOT_PINNED | BAM_SLOT_BUSY)) == BAM_SLOT_PINNED) {
+		if (!bam_pend_done(c, bam_load_relaxed_u64(&c->pending[s]), help))
+			return 0;
+		/* lock it (references may be held: they keep using the line) */
+		if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) != st)
+			return 0;
+		uint32_t clear = BAM_SLOT_BUSY;
+		if (bam_pend_done(c, bam_load_relaxed_u64(&c->pending[s]), help)) {
+			bam_store_relaxed_u64(&c->pending[s], 0);
+			clear |= BAM_SLOT_PINNED;
+		}
+		bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~clear);
+	}
+	return 0;
+}
+
+/* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
+ * Retired and pinned slots met on the way are given back when their command is known
+ * complete; after a fruitless sweep, helping their queues' CQ heads along. */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
 {
 	uint32_t iter = 0;
@@ -231,8 +344,11 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
 			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
 			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
-			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT))
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
+				if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
+					return (int64_t)s;
 				continue;
+			}
 			if (st & BAM_SLOT_REF) {
 				bam_cas_acq_rel_gpu_u32(&c->state[s], st, st & ~BAM_SLOT_REF);
 				continue;
@@ -264,7 +380,8 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
 			bam_dev_record_error(va->io, rc, status);
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).errors, 1);
 			/* The line stays cached and dirty. After a timeout the controller may
-			 * still read the slot: pin it so that it never holds another line. */
+			 * still read the slot: pin it to this line (line_io recorded the
+			 * command) until that command is known complete. */
 			if (rc == -ETIMEDOUT)
 				bam_fetch_or_acq_rel_gpu_u32(&c->state[s], BAM_SLOT_PINNED);
 			return rc;
@@ -316,7 +433,8 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				if (rc) {
 					/* Not published. After an error status the slot goes back
 					 * empty; after a timeout the controller may still write into
-					 * it, so it is retired (the cache shrinks by one line). */
+					 * it, so it is retired until its command is known complete
+					 * (line_io recorded it; bam_cache_slot_reclaim). */
 					bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
 					bam_slot_set_flags(c, (uint64_t)s, rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u, 0);
 				} else {
@@ -707,11 +825,32 @@ BAM_HD_INLINE void bam_line_warp_put(struct bam_array_dev *a, struct bam_line *h
 
 /* ---- flush ------------------------------------------------------------------------ */
 
-/* Write slot s back if it is valid and dirty and unreferenced (called by the flush
- * kernel, one thread per slot, with no concurrent writers). 0 or a negative errno. */
+/* Write slot s back if it is valid and dirty (called by the flush kernel, one thread
+ * per slot, with no concurrent writers). A retired slot is given back if its command
+ * is known complete. A pinned slot is written again only once its earlier, timed-out
+ * write-back is known complete (two writes of one line in flight could land in either
+ * order): waits for that, bounded by the timeout. 0, -EAGAIN (the slot changed: call
+ * again), -ETIMEDOUT (the earlier write-back is still outstanding, or this one timed
+ * out), -EIO. */
 BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
 {
 	uint32_t st = bam_load_acquire_gpu_u32(&c->state[s]);
+	if (st & BAM_SLOT_RETIRE) {
+		if (bam_cache_slot_reclaim(c, s, 1))
+			bam_slot_set_flags(c, s, 0, 0); /* empty */
+		return 0;
+	}
+	if (st & BAM_SLOT_PINNED) {
+		uint64_t deadline = bam_time_ns() + c->io->timeout_ns;
+		for (uint32_t iter = 0; (st = bam_load_acquire_gpu_u32(&c->state[s])) & BAM_SLOT_PINNED; iter++) {
+			if (bam_time_ns() > deadline) {
+				bam_dev_record_error(c->io, -ETIMEDOUT, 0);
+				return -ETIMEDOUT;
+			}
+			bam_cache_slot_reclaim(c, s, 1);
+			bam_spin_pause(iter);
+		}
+	}
 	if ((st & (BAM_SLOT_VALID | BAM_SLOT_DIRTY | BAM_SLOT_BUSY)) != (BAM_SLOT_VALID | BAM_SLOT_DIRTY))
 		return 0;
 	if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) != st)

@@ -35,10 +35,29 @@ BAM_API uint64_t bam_cache_lines(const struct bam_cache *c);
 BAM_API uint32_t bam_cache_line_size(const struct bam_cache *c);
 /* Write every dirty line of every array back to storage (a kernel on the target;
  * call it when no kernel writes through the cache). After it returns 0 the media
- * holds exactly what was written. Returns 0 or the first error (-EIO, -ETIMEDOUT). */
+ * holds exactly what was written. A line whose earlier write-back timed out is written
+ * again only once that command has completed: the flush waits for it, up to the
+ * context's timeout. Slots given back on the way: as bam_cache_reclaim. Returns 0 or
+ * the first error (-EIO, -ETIMEDOUT: a write-back timed out, or an earlier one is
+ * still outstanding). */
 BAM_API int bam_cache_flush(struct bam_cache *c);
 /* Drop every clean line (to measure cold runs). -EBUSY if a line is dirty or in use. */
 BAM_API int bam_cache_invalidate(struct bam_cache *c);
+/*
+ * Give back the slots that timed-out commands took out of use (bam/array.h: a slot
+ * whose fill timed out is retired, one whose write-back timed out is pinned to its
+ * line) whose command is now known complete: its late completion has arrived (this
+ * call moves the queues' CQ heads past completions that arrived while no thread waited
+ * on them). Slots whose command has not completed stay out of use: the controller may
+ * still write into them. Kernels do the same as they meet such slots (victim search,
+ * bam_cache_flush), so calling this is never needed for correctness; it returns them
+ * all at once, e.g. at a quiescent point, and counts what is left.
+ * CPU target: any time, from any thread. GPU target: the slots are in GPU memory and
+ * only kernels give them back; this call only counts them.
+ * *held (may be NULL) receives the number of slots still out of use (retired or
+ * pinned). Returns 0, -ENOMEM, -EIO (copy from GPU memory failed).
+ */
+BAM_API int bam_cache_reclaim(struct bam_cache *c, uint64_t *held);
 
 struct bam_array_opts {
 	uint64_t n_elems;       /* elements */

@@ -25,6 +25,8 @@ struct bam_array {
 #ifdef BAM_HAVE_CUDA
 int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, uint32_t *failures);
 #endif
+/* ctx.c: free p in bam_ctx_close, after the controllers have stopped */
+void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 
 static int sync_cache(struct bam_cache *c)
 {
@@ -60,11 +62,13 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 	while ((1u << c->h.line_shift) < ls)
 		c->h.line_shift++;
 	c->h.n_slots = n;
+	c->h.io = bam_ctx_dev(ctx);
 	c->h.lines = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * ls);
 	c->h.state = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 4);
 	c->h.tag = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 8);
+	c->h.pending = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 8); /* zeroed: no record */
 	c->d = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bam_cache_dev));
-	if (!c->h.lines || !c->h.state || !c->h.tag || !c->d)
+	if (!c->h.lines || !c->h.state || !c->h.tag || !c->h.pending || !c->d)
 		goto nomem;
 	if (bam_mem_set(ctx, c->h.tag, 0xff, n * 8))
 		goto nomem;
@@ -102,9 +106,20 @@ void bam_cache_destroy(struct bam_cache *c)
 	for (int i = 0; i < BAM_MAX_ARRAYS; i++)
 		if (c->arrays[i])
 			bam_array_destroy(c->arrays[i]);
+	/* A slot still retired or pinned may yet be written (or read) by its controller:
+	 * the lines and their PRP lists then stay allocated until bam_ctx_close has
+	 * stopped the controllers. */
+	uint64_t held = 0;
+	if (c->h.state && c->d && c->h.pending && (bam_cache_reclaim(c, &held) || held)) {
+		bam_ctx_defer_free(c->ctx, BAM_MEM_DEVICE, c->h.lines);
+		bam_ctx_defer_free(c->ctx, BAM_MEM_DEVICE, c->h.prp);
+		c->h.lines = NULL;
+		c->h.prp = NULL;
+	}
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.lines);
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.state);
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.tag);
+	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.pending);
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->h.prp);
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, c->d);
 	free(c);
@@ -154,9 +169,38 @@ int bam_cache_flush(struct bam_cache *c)
 	return failures ? -EIO : 0;
 }
 
+int bam_cache_reclaim(struct bam_cache *c, uint64_t *held)
+{
+	uint64_t n = c->h.n_slots, k = 0;
+	if (bam_ctx_target(c->ctx) == BAM_TARGET_CPU) {
+		/* the arrays are host memory: the kernels' own function, atomically (through
+		 * the host copy of the view: the same arrays) */
+		struct bam_cache_dev *d = &c->h;
+		for (uint64_t s = 0; s < n; s++) {
+			if (bam_cache_slot_reclaim(d, s, 1))
+				bam_slot_set_flags(d, s, 0, 0); /* empty */
+			k += (bam_load_acquire_gpu_u32(&d->state[s]) & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) != 0;
+		}
+	} else {
+		uint32_t *st = malloc(n * 4);
+		if (!st)
+			return -ENOMEM;
+		int rc = bam_mem_copy(c->ctx, st, c->h.state, n * 4);
+		for (uint64_t s = 0; !rc && s < n; s++)
+			k += (st[s] & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) != 0;
+		free(st);
+		if (rc)
+			return rc;
+	}
+	if (held)
+		*held = k;
+	return 0;
+}
+
 int bam_cache_invalidate(struct bam_cache *c)
 {
 	uint64_t n = c->h.n_slots;
+	bam_cache_reclaim(c, NULL); /* slots whose timed-out command completed come back first */
 	uint32_t *st = malloc(n * 4);
 	uint64_t *tag = malloc(n * 8);
 	int rc = 0;

@@ -5,6 +5,7 @@
  * publishes the device-side view (struct bam_dev) in the target's memory.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,53 @@ int bam_mem_set(struct bam_ctx *ctx, void *dst, int c, uint64_t bytes)
 #endif
 	memset(dst, c, bytes);
 	return 0;
+}
+
+/* Memory a controller may still move data into or out of (the lines of a cache
+ * destroyed while some timed-out command had not completed, bam/array.h "retired"):
+ * freed by bam_ctx_close once the controllers have stopped, not before. */
+struct deferred_free {
+	struct bam_ctx *ctx;
+	enum bam_mem_kind kind;
+	void *p;
+	struct deferred_free *next;
+};
+static struct deferred_free *deferred;
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Free p (from bam_mem_alloc on ctx) in bam_ctx_close, after the controllers have
+ * stopped. Used by cache.c. */
+void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p)
+{
+	if (!p)
+		return;
+	struct deferred_free *d = malloc(sizeof(*d));
+	if (!d)
+		return; /* left allocated: never freed under a controller's DMA */
+	d->ctx = ctx;
+	d->kind = kind;
+	d->p = p;
+	pthread_mutex_lock(&deferred_lock);
+	d->next = deferred;
+	deferred = d;
+	pthread_mutex_unlock(&deferred_lock);
+}
+
+static void free_deferred(struct bam_ctx *ctx)
+{
+	pthread_mutex_lock(&deferred_lock);
+	struct deferred_free **pp = &deferred;
+	while (*pp) {
+		struct deferred_free *d = *pp;
+		if (d->ctx != ctx) {
+			pp = &d->next;
+			continue;
+		}
+		*pp = d->next;
+		bam_mem_free(ctx, d->kind, d->p);
+		free(d);
+	}
+	pthread_mutex_unlock(&deferred_lock);
 }
 
 /* ---- queue pairs --------------------------------------------------------------- */
@@ -354,6 +402,7 @@ void bam_ctx_close(struct bam_ctx *ctx)
 		return;
 	if (ctx->started && ctx->ops->stop)
 		ctx->ops->stop(ctx->priv);
+	free_deferred(ctx); /* no controller runs any more */
 	free_queues(ctx);
 	if (ctx->dev)
 		bam_mem_free(ctx, BAM_MEM_DEVICE, ctx->dev);
