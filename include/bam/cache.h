@@ -26,8 +26,24 @@ struct bam_cache_opts {
 	uint32_t line_size;  /* bytes per line: a power of two, 512 B to 64 KiB, a multiple of every controller's LBA size */
 };
 
-/* Create a cache on ctx. Returns 0, -EINVAL (line size or capacity invalid), -ENOMEM. */
+/* Create a cache on ctx. Returns 0, -EINVAL (line size or capacity invalid), -ENOMEM
+ * (the cache does not fit in the target's free memory, bam_cache_fits: refused before
+ * allocating, with a message on stderr naming both sizes; or an allocation failed). */
 BAM_API int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct bam_cache **out);
+/* Bytes of target memory a cache with these options takes: its lines plus per-line
+ * state, tag, pending record and PRP list. 0 if the options are invalid. */
+BAM_API uint64_t bam_cache_bytes(const struct bam_cache_opts *o);
+/* Whether such a cache fits in the memory 'target' has free now (bam_mem_available):
+ * 0 (fits, or the free memory cannot be told), -ENOMEM (it does not: a one-line
+ * message naming the bytes asked and the bytes available goes to 'err', errlen bytes
+ * at most, when err != NULL), -EINVAL (target BAM_TARGET_AUTO, or invalid options). */
+BAM_API int bam_cache_fits(enum bam_target target, const struct bam_cache_opts *o, char *err, size_t errlen);
+/* Bytes of 'kind' memory (bam_mem_alloc) the target can still allocate, now, in
+ * *bytes: BAM_MEM_DEVICE on the GPU target = free GPU memory (cudaMemGetInfo); every
+ * other case = host memory: MemAvailable of /proc/meminfo (the physical memory when it
+ * has none), capped by the process's cgroup memory limit. Returns 0, -EINVAL (target
+ * BAM_TARGET_AUTO), -ENODEV (GPU target without CUDA or GPU), -ENOSYS (cannot be told). */
+BAM_API int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, uint64_t *bytes);
 /* Free the cache (does not flush: call bam_cache_flush first to keep writes). */
 BAM_API void bam_cache_destroy(struct bam_cache *c);
 /* Lines in the cache and their size. */

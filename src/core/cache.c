@@ -33,6 +33,47 @@ static int sync_cache(struct bam_cache *c)
 	return bam_mem_copy(c->ctx, c->d, &c->h, sizeof(c->h));
 }
 
+/* "1.5 GiB" / "12.0 MiB" / "512 bytes" */
+static const char *human(char *buf, size_t len, uint64_t b)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.1f GiB", (double)b / (double)(1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+	return buf;
+}
+
+uint64_t bam_cache_bytes(const struct bam_cache_opts *o)
+{
+	uint32_t ls = o->line_size;
+	if (ls < 512 || ls > 65536 || (ls & (ls - 1)))
+		return 0;
+	uint64_t n = o->capacity / ls;
+	if (n == 0 || n >= BAM_XLAT_FILLING)
+		return 0;
+	/* lines; state, tag, pending; PRP lists for lines over two pages */
+	uint64_t per = (uint64_t)ls + 4 + 8 + 8 + (ls > 2 * NVME_PAGE_SIZE ? bam_prp_list_bytes(0, ls) : 0);
+	return n * per + sizeof(struct bam_cache_dev);
+}
+
+int bam_cache_fits(enum bam_target target, const struct bam_cache_opts *o, char *err, size_t errlen)
+{
+	uint64_t need = bam_cache_bytes(o), avail = 0;
+	if (target == BAM_TARGET_AUTO || need == 0)
+		return -EINVAL;
+	if (bam_mem_available(target, BAM_MEM_DEVICE, &avail) || need <= avail)
+		return 0;
+	if (err && errlen) {
+		char a[32], b[32], d[32];
+		snprintf(err, errlen, "a cache of %llu bytes (%s) needs %s of %s memory, but %s is available",
+			 (unsigned long long)o->capacity, human(a, sizeof(a), o->capacity), human(b, sizeof(b), need),
+			 target == BAM_TARGET_GPU ? "GPU" : "host", human(d, sizeof(d), avail));
+	}
+	return -ENOMEM;
+}
+
 int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct bam_cache **out)
 {
 	uint32_t ls = o->line_size;
@@ -53,6 +94,13 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 		fprintf(stderr, "bam: cache capacity %llu gives %llu lines of %u bytes (1 to 2^32-2 allowed)\n",
 			(unsigned long long)o->capacity, (unsigned long long)n, ls);
 		return -EINVAL;
+	}
+	/* refuse up front what cannot fit: allocating and zeroing it would fail late, or
+	 * end with the OOM killer */
+	char msg[256];
+	if (bam_cache_fits(bam_ctx_target(ctx), o, msg, sizeof(msg)) == -ENOMEM) {
+		fprintf(stderr, "bam: %s: refused\n", msg);
+		return -ENOMEM;
 	}
 	struct bam_cache *c = calloc(1, sizeof(*c));
 	if (!c)

@@ -10,6 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef BAM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+#include "bam/cache.h"
 #include "ctx_internal.h"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -69,6 +74,71 @@ int bam_mem_set(struct bam_ctx *ctx, void *dst, int c, uint64_t bytes)
 		return bam_gpu_memset(dst, c, bytes);
 #endif
 	memset(dst, c, bytes);
+	return 0;
+}
+
+/* First unsigned number in file 'path' (scaled by 'unit'), 0 if none ("max" etc.). */
+static uint64_t read_u64_file(const char *path, const char *key, uint64_t unit)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long v = 0;
+	size_t kl = key ? strlen(key) : 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (key && strncmp(line, key, kl))
+			continue;
+		if (sscanf(line + kl, " %llu", &v) != 1)
+			v = 0;
+		break;
+	}
+	fclose(f);
+	return (uint64_t)v * unit;
+}
+
+/* Host memory this process can still take: MemAvailable (the kernel's estimate of
+ * what can be allocated without swapping), else the physical memory; capped by a
+ * cgroup (v2 or v1) memory limit. 0 if nothing can be told. */
+static uint64_t host_mem_available(void)
+{
+	uint64_t avail = read_u64_file("/proc/meminfo", "MemAvailable:", 1024);
+	if (!avail) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		avail = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+	}
+	uint64_t lim = read_u64_file("/sys/fs/cgroup/memory.max", NULL, 1);
+	if (!lim)
+		lim = read_u64_file("/sys/fs/cgroup/memory/memory.limit_in_bytes", NULL, 1);
+	if (lim && (!avail || lim < avail))
+		avail = lim;
+	return avail;
+}
+
+int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, uint64_t *bytes)
+{
+	if (target != BAM_TARGET_CPU && target != BAM_TARGET_GPU)
+		return -EINVAL;
+	if (target == BAM_TARGET_GPU && kind == BAM_MEM_DEVICE) {
+#ifdef BAM_HAVE_CUDA
+		size_t fr = 0, tot = 0;
+		if (!bam_gpu_available())
+			return -ENODEV;
+		bam_gpu_pause_all(); /* in case the query waits for the device */
+		cudaError_t e = cudaMemGetInfo(&fr, &tot);
+		bam_gpu_resume_all();
+		if (e != cudaSuccess)
+			return -ENOSYS;
+		*bytes = fr;
+		return 0;
+#else
+		return -ENODEV;
+#endif
+	}
+	uint64_t a = host_mem_available();
+	if (!a)
+		return -ENOSYS;
+	*bytes = a;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "bam/cache.h" /* bam_mem_available */
 #include "../core/ctx_internal.h"
 #include "emu.h"
 
@@ -269,6 +270,21 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 			 (unsigned long long)e->cfg.size, e->cfg.lba);
 		free(e);
 		return -EINVAL;
+	}
+	if (!e->cfg.media_file) {
+		/* DRAM media: host memory (pinned and zeroed on the GPU target; mapped lazily on
+		 * the CPU target, but a run that writes it all would end with the OOM killer).
+		 * Refuse up front what cannot fit. */
+		uint64_t avail = 0, total = e->cfg.size * e->cfg.count;
+		if (!bam_mem_available(ctx->target, BAM_MEM_HOST_PINNED, &avail) &&
+		    (total / e->cfg.count != e->cfg.size || total > avail)) {
+			snprintf(err, errlen, "emu: %u x %llu bytes of DRAM media (%.1f GiB) do not fit in the %.1f GiB of "
+				 "host memory available: use a smaller size=, or media=file,path=FILE",
+				 e->cfg.count, (unsigned long long)e->cfg.size,
+				 (double)e->cfg.size * e->cfg.count / (double)(1ull << 30), (double)avail / (double)(1ull << 30));
+			free(e);
+			return -ENOMEM;
+		}
 	}
 	if (ctx->opts.qpairs > EMU_MAX_QUEUES) {
 		snprintf(err, errlen, "emu: %u queue pairs: at most %u", ctx->opts.qpairs, EMU_MAX_QUEUES);

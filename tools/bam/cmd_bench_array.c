@@ -76,7 +76,7 @@ static int run_kernel(struct bam_ctx *ctx, struct abench_args *a, double *secs)
 
 int bam_bench_array(int argc, char **argv)
 {
-	const char *backend = "emu";
+	const char *backend = "emu", *cache_arg = "64M";
 	uint64_t size = 1ull << 30, cache_bytes = 64ull << 20, threads = 0, steps = 0, ws = 0;
 	uint32_t line = 4096, coalesce = 1, pattern = AB_RANDOM, json = 0, quiet = 0, workers = 0;
 	enum bam_target target = BAM_TARGET_AUTO;
@@ -99,7 +99,7 @@ int bam_bench_array(int argc, char **argv)
 			if (pattern == 99)
 				goto bad;
 			break;
-		case 'C': if (bam_parse_size(optarg, &cache_bytes) || !cache_bytes) goto bad; break;
+		case 'C': if (bam_parse_size(optarg, &cache_bytes) || !cache_bytes) goto bad; cache_arg = optarg; break;
 		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; line = (uint32_t)v; break;
 		case 'c':
 			if (!strcmp(optarg, "on")) coalesce = 1;
@@ -155,6 +155,13 @@ int bam_bench_array(int argc, char **argv)
 		threads = tgt == BAM_TARGET_GPU ? 262144 : 16;
 	if (!steps) /* enough work that thread start-up does not dominate */
 		steps = tgt == BAM_TARGET_GPU ? 64 : 20000;
+	/* a cache that cannot fit in the target's memory: refused before anything starts */
+	char err[512];
+	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
+	if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
+		fprintf(stderr, "bench --array: --cache-size=%s: %s\n", cache_arg, err);
+		return 1;
+	}
 	uint64_t n = size / 8;
 	if (!ws)
 		ws = cache_bytes / 2;
@@ -174,7 +181,6 @@ int bam_bench_array(int argc, char **argv)
 	cli_backend_sized(backend, size + line, line, be, sizeof(be));
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers};
 	struct bam_ctx *ctx;
-	char err[512];
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "bench --array: cannot open '%s': %s\n", be, err);
@@ -182,7 +188,6 @@ int bam_bench_array(int argc, char **argv)
 	}
 	struct bam_cache *cache = NULL;
 	struct bam_array *arr = NULL;
-	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
 	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
 	if ((rc = bam_cache_create(ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &arr))) {
 		bam_ctx_close(ctx);

@@ -35,6 +35,7 @@ struct gopts {
 	enum gmode mode;
 	enum bam_target target;
 	uint64_t cache_bytes;
+	const char *cache_arg; /* --cache-size as given (NULL: the default) */
 	uint32_t line;
 	uint32_t nsources;
 	uint64_t seed;
@@ -212,6 +213,19 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	if (gm.gpu)
 		graph_gpu_prepare();
 #endif
+	/* the cache of --mode=bam: refused before anything is loaded if it cannot fit in
+	 * the target's memory */
+	uint64_t cache_bytes = o->cache_bytes ? o->cache_bytes : hdr.edges_bytes / 8;
+	if (cache_bytes < (1u << 20))
+		cache_bytes = 1u << 20;
+	if (o->mode == MODE_BAM) {
+		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
+		if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
+			fprintf(stderr, "%s: %s%s: %s\n", do_cc ? "cc" : "bfs", o->cache_arg ? "--cache-size=" : "the default cache size",
+				o->cache_arg ? o->cache_arg : " (1/8 of the edges)", err);
+			return 1;
+		}
+	}
 	int fd = open(o->graph, O_RDONLY);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: %s\n", do_cc ? "cc" : "bfs", o->graph, strerror(errno));
@@ -270,10 +284,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			goto out;
 		}
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
-		uint64_t cb = o->cache_bytes ? o->cache_bytes : hdr.edges_bytes / 8;
-		if (cb < (1u << 20))
-			cb = 1u << 20;
-		struct bam_cache_opts cop = {.capacity = cb, .line_size = o->line};
+		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
 		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = 8};
 		if ((rc = bam_cache_create(gm.ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &aoff)))
 			goto out;
@@ -610,7 +621,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			break;
 		}
 		case 'B': o->backend = optarg; break;
-		case 'C': if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) goto bad; break;
+		case 'C': if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) goto bad; o->cache_arg = optarg; break;
 		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; o->line = (uint32_t)v; break;
 		case 'n': if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) goto bad; break;
 		case 's': if (cli_u64(optarg, 0, INT64_MAX, &v)) goto bad; o->source = (int64_t)v; break;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Sizes far above the machine's memory, on the CPU target: `bam bench --array`, `bam bfs`
+# and `bam cc` with --cache-size=1T, and emulated DRAM media of 1 TiB (emu:size=1T, or
+# the size= an array asks for), each print one line naming the size asked and the
+# memory available and exit non-zero, within seconds (nothing is allocated). The same
+# commands with sizes that fit still run.
+set -euo pipefail
+BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/out" | tail -20; }
+
+# refused: description, text the one line must hold, command args...
+refused() {
+  local d=$1 text=$2; shift 2
+  local rc=0 t0 t1
+  t0=$(date +%s%N)
+  "$BAM" "$@" >"$W/out" 2>&1 || rc=$?
+  t1=$(date +%s%N)
+  local ms=$(((t1 - t0) / 1000000)) lines
+  lines=$(wc -l <"$W/out")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$W/out" && grep -q "available" "$W/out" &&
+    [ "$ms" -lt 5000 ]; then
+    ok "$d: exit $rc in $ms ms: $(cat "$W/out")"
+  else
+    bad "$d (exit $rc, $lines lines, $ms ms; expected non-zero, 1 line with '$text' and 'available', < 5 s)"
+  fi
+}
+
+# runs: description, command args... (must exit 0)
+runs() {
+  local d=$1; shift
+  if "$@" >"$W/out" 2>&1; then ok "$d"; else bad "$d (exit non-zero)"; fi
+}
+
+"$BAM" graph generate --scale 10 --edge-factor 8 --seed 3 -o "$W/k10.bcsr" --quiet
+
+refused "bench --array --cache-size=1T" "--cache-size=1T" bench --array --target=cpu --cache-size=1T
+refused "bfs --cache-size=1T" "--cache-size=1T" bfs "$W/k10.bcsr" --cache-size=1T --target=cpu
+refused "cc --cache-size=1T" "--cache-size=1T" cc "$W/k10.bcsr" --cache-size=1T --target=cpu
+refused "bench --array --size=1T (the emulated media it asks for)" "bytes of DRAM media" \
+  bench --array --target=cpu --size=1T --cache-size=1M
+refused "bfs --backend=emu:size=1T" "1099511627776" bfs "$W/k10.bcsr" --backend=emu:size=1T --target=cpu
+refused "bench --backend=emu:size=1T" "1099511627776" bench --target=cpu --backend=emu:size=1T --size=16M
+
+runs "bench --array with a cache that fits" "$BAM" bench --array --target=cpu --cache-size=1M --size=4M \
+  --threads=2 --steps=200 --quiet
+runs "bfs with a cache that fits" "$BAM" bfs "$W/k10.bcsr" --cache-size=1M --target=cpu --sources=1 --verify --quiet
+
+echo "size limits: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
