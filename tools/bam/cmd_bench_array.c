@@ -129,7 +129,8 @@ int bam_bench_array(int argc, char **argv)
 			       "                     a line with one coalesced line handle and reads all of it)\n"
 			       "  --cache-size=SIZE  cache bytes (default 64M)\n"
 			       "  --line-size=SIZE   cache line bytes, a power of two from 512 to 64K (default 4K)\n"
-			       "  --coalesce=on|off  warp coalescing (default on)\n"
+			       "  --coalesce=on|off  warp coalescing (default on; GPU only: on the CPU target a warp\n"
+			       "                     is one thread, so both settings behave the same)\n"
 			       "  --size=SIZE        array bytes, u64 elements (default 1G)\n"
 			       "  --threads=N        default 262144 GPU, 16 CPU\n"
 			       "  --steps=N          reads per thread (default 64 GPU, 20000 CPU)\n"
@@ -263,7 +264,15 @@ int bam_bench_array(int argc, char **argv)
 		       pat_names[pattern], line, (unsigned long long)cache_bytes, (unsigned long long)size, coalesce ? "on" : "off",
 		       (unsigned long long)threads, tgt == BAM_TARGET_GPU ? "gpu" : "cpu");
 		printf("  backend: %s\n", bam_ctx_backend_desc(ctx));
-		printf("  %.3f s: %.3g element reads/s, %.2f GB/s requested, %.3g misses/s\n", secs, reads / secs, bw / 1e9, miss_iops);
+		if (pattern == AB_SCAN)
+			printf("  %.3f s: %.3g element reads/s, %.2f GB/s read by threads from whole cached lines "
+			       "(the array line below counts one access per thread per line taken), %.3g misses/s\n",
+			       secs, reads / secs, bw / 1e9, miss_iops);
+		else
+			printf("  %.3f s: %.3g element reads/s, %.2f GB/s requested, %.3g misses/s\n", secs, reads / secs,
+			       bw / 1e9, miss_iops);
+		if (pattern == AB_HOT || pattern == AB_SCAN)
+			printf("  (the working set was read once before the timed run: these are hits)\n");
 		bam_array_stats_print(stdout, "array", &st);
 		printf("  wrong values=%llu errors=%llu\n", (unsigned long long)res[0], (unsigned long long)res[1]);
 		if (base_bps > 0)

@@ -47,6 +47,8 @@ struct gopts {
 
 struct gres {
 	double load_s;        /* reading the graph into memory (baselines) or provisioning (bam) */
+	uint64_t cache_bytes; /* bam mode: the cache used (after the 1 MiB minimum) */
+	uint32_t line;        /* bam mode: its line size */
 	double setup_s;       /* cache/array creation or device upload */
 	double compute_s;     /* kernels only */
 	double e2e_s;
@@ -286,6 +288,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
 		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
 		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = 8};
+		r->cache_bytes = cache_bytes;
+		r->line = o->line;
 		if ((rc = bam_cache_create(gm.ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &aoff)))
 			goto out;
 		struct bam_array_opts ae = {.n_elems = m ? m : 1, .elem_size = hdr.id_bytes, .base_lba = bam_array_end_lba(aoff)};
@@ -538,11 +542,12 @@ out:
 	return exit_code;
 }
 
-static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
+/* The result as a JSON object (the caller owns it). */
+static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r)
 {
 	const char *alg = do_cc ? "cc" : "bfs";
 	double teps = r->compute_s > 0 ? (double)r->edges_traversed / r->compute_s : 0;
-	if (o->json) {
+	{
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "algorithm", alg);
 		cJSON_AddStringToObject(j, "graph", o->graph);
@@ -565,11 +570,23 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
 		if (o->mode == MODE_BAM) {
 			double req = (double)(r->st_off.c.bytes_requested + r->st_edge.c.bytes_requested);
 			double mv = (double)(r->st_off.c.bytes_read + r->st_edge.c.bytes_read);
+			cJSON_AddNumberToObject(j, "cache_bytes", (double)r->cache_bytes);
+			cJSON_AddNumberToObject(j, "line_size", r->line);
 			cJSON_AddNumberToObject(j, "io_amplification", req > 0 ? mv / req : 0);
 			cJSON_AddNumberToObject(j, "bytes_read", mv);
 			cJSON_AddNumberToObject(j, "edge_hits", (double)r->st_edge.c.hits);
 			cJSON_AddNumberToObject(j, "edge_misses", (double)r->st_edge.c.misses);
 		}
+		return j;
+	}
+}
+
+static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
+{
+	const char *alg = do_cc ? "cc" : "bfs";
+	double teps = r->compute_s > 0 ? (double)r->edges_traversed / r->compute_s : 0;
+	if (o->json) {
+		cJSON *j = result_json(o, do_cc, r);
 		char *s = cJSON_PrintUnformatted(j);
 		printf("%s\n", s);
 		free(s);
@@ -590,8 +607,12 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
 		printf("  end-to-end=%.3f s (read file %.3f s + place %.3f s + compute; page cache warm if recently read)\n",
 		       r->e2e_s, r->load_s, r->setup_s);
 	if (o->mode == MODE_BAM) {
+		printf("  cache: %llu bytes, %u-byte lines%s\n", (unsigned long long)r->cache_bytes, r->line,
+		       o->cache_bytes && o->cache_bytes < r->cache_bytes ? " (raised to the 1 MiB minimum)" : "");
 		bam_array_stats_print(stdout, "offsets", &r->st_off);
 		bam_array_stats_print(stdout, "edges", &r->st_edge);
+		printf("  (accesses: elements read; hits/misses: cache lookups, one per warp group or line taken;\n"
+		       "   I/O amplification: bytes read from storage / bytes requested, below 1 when lines are reused)\n");
 	}
 	printf("  verified: %s\n", r->verified > 0 ? "yes, equal to the CPU reference" : r->verified < 0 ? "NO: MISMATCH" : "not checked (--verify)");
 }
@@ -621,8 +642,20 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			break;
 		}
 		case 'B': o->backend = optarg; break;
-		case 'C': if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) goto bad; o->cache_arg = optarg; break;
-		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; o->line = (uint32_t)v; break;
+		case 'C':
+			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {
+				fprintf(stderr, "%s: --cache-size=%s: a size in bytes with an optional K, M, G or T suffix, above 0\n", cmd, optarg);
+				return 2;
+			}
+			o->cache_arg = optarg;
+			break;
+		case 'L':
+			if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) {
+				fprintf(stderr, "%s: --line-size=%s: a power of two from 512 to 64K\n", cmd, optarg);
+				return 2;
+			}
+			o->line = (uint32_t)v;
+			break;
 		case 'n': if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) goto bad; break;
 		case 's': if (cli_u64(optarg, 0, INT64_MAX, &v)) goto bad; o->source = (int64_t)v; break;
 		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o->seed)) goto bad; break;
@@ -719,7 +752,8 @@ int bam_cmd_demo(int argc, char **argv)
 	struct bam_graph_build_opts bo = {.progress = o.quiet ? NULL : stderr};
 	struct bam_graph_build_stats bs;
 	double t0 = cli_now();
-	fprintf(stderr, "demo: importing %s -> %s\n", input, out);
+	if (!o.quiet)
+		fprintf(stderr, "demo: importing %s -> %s\n", input, out);
 	enum bam_graph_format fmt;
 	bam_graph_format_parse("auto", &fmt);
 	if ((rc = bam_graph_import(input, out, fmt, &bo, &bs, err, sizeof(err)))) {
@@ -734,17 +768,38 @@ int bam_cmd_demo(int argc, char **argv)
 	target_gpu = o.target == BAM_TARGET_GPU || (o.target == BAM_TARGET_AUTO && bam_gpu_available());
 #endif
 	o.nsources = o.nsources ? o.nsources : (target_gpu ? 32 : 4);
-	fprintf(stderr, "demo: BFS from %u sources through bam (%s)\n", o.nsources, o.backend);
+	if (!o.quiet)
+		fprintf(stderr, "demo: BFS from %u sources through bam (%s)\n", o.nsources, o.backend);
 	if ((rc = run_graph(&o, 0, &rb)))
 		return rc;
-	print_result(&o, 0, &rb);
-	fprintf(stderr, "demo: connected components through bam\n");
+	if (!o.json)
+		print_result(&o, 0, &rb);
+	if (!o.quiet)
+		fprintf(stderr, "demo: connected components through bam\n");
 	if ((rc = run_graph(&o, 1, &rcc)))
 		return rc;
+	int equal = rb.verified > 0 && rcc.verified > 0;
+	if (o.json) {
+		/* one JSON object: the import, both runs, the verdict */
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "graph", name);
+		cJSON_AddStringToObject(j, "input", input);
+		cJSON_AddNumberToObject(j, "vertices", (double)bs.n_vertices);
+		cJSON_AddNumberToObject(j, "arcs", (double)bs.n_edges);
+		cJSON_AddNumberToObject(j, "import_s", t_imp);
+		cJSON_AddItemToObject(j, "bfs", result_json(&o, 0, &rb));
+		cJSON_AddItemToObject(j, "cc", result_json(&o, 1, &rcc));
+		cJSON_AddBoolToObject(j, "equal_to_reference", equal);
+		char *s = cJSON_PrintUnformatted(j);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(j);
+		return equal ? 0 : 1;
+	}
 	print_result(&o, 1, &rcc);
 	printf("\ndemo summary: %s (%llu vertices, %llu arcs) imported in %.2f s; BFS %u sources %.3f s, "
 	       "CC %llu components %.3f s; results %s the CPU reference\n",
 	       name, (unsigned long long)bs.n_vertices, (unsigned long long)bs.n_edges, t_imp, rb.runs, rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
-	       rb.verified > 0 && rcc.verified > 0 ? "EQUAL to" : "DIFFER from");
-	return rb.verified > 0 && rcc.verified > 0 ? 0 : 1;
+	       equal ? "EQUAL to" : "DIFFER from");
+	return equal ? 0 : 1;
 }
