@@ -373,7 +373,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			state_put(&gm, b.cur, &src, 8);
 			b.cur_n = 1;
 			b.depth = 0;
-			double t0 = cli_now();
+			double t0 = cli_now(), last_progress = t0;
 			while (b.cur_n) {
 				uint64_t nn = 0;
 				if (gm.gpu) {
@@ -400,6 +400,11 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				b.next = t;
 				b.cur_n = nn;
 				b.depth++;
+				if (!o->quiet && !o->json && cli_now() - last_progress > 2.0) {
+					last_progress = cli_now();
+					fprintf(stderr, "bfs: source %u/%u, level %u done, next frontier %llu vertices, %.1f s\n",
+						si + 1, nsrc, b.depth, (unsigned long long)nn, last_progress - t0);
+				}
 			}
 			double dt = cli_now() - t0;
 			compute += dt;
