@@ -121,6 +121,12 @@ enum bam_mem_kind {
 /* Allocate 'bytes' (aligned to 4096), zero-filled. NULL on failure. */
 BAM_API void *bam_mem_alloc(struct bam_ctx *ctx, enum bam_mem_kind kind, uint64_t bytes);
 BAM_API void bam_mem_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
+/* Bytes of 'kind' memory (bam_mem_alloc) the target can still allocate, now, in
+ * *bytes: BAM_MEM_DEVICE on the GPU target = free GPU memory (cudaMemGetInfo); every
+ * other case = host memory: MemAvailable of /proc/meminfo (the physical memory when it
+ * has none), capped by the process's cgroup memory limit. Returns 0, -EINVAL (target
+ * BAM_TARGET_AUTO), -ENODEV (GPU target without CUDA or GPU), -ENOSYS (cannot be told). */
+BAM_API int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, uint64_t *bytes);
 /* Copy between host memory and memory from bam_mem_alloc (any direction). 0 or -EIO. */
 BAM_API int bam_mem_copy(struct bam_ctx *ctx, void *dst, const void *src, uint64_t bytes);
 /* Set bytes. 0 or -EIO. */

@@ -38,12 +38,6 @@ BAM_API uint64_t bam_cache_bytes(const struct bam_cache_opts *o);
  * message naming the bytes asked and the bytes available goes to 'err', errlen bytes
  * at most, when err != NULL), -EINVAL (target BAM_TARGET_AUTO, or invalid options). */
 BAM_API int bam_cache_fits(enum bam_target target, const struct bam_cache_opts *o, char *err, size_t errlen);
-/* Bytes of 'kind' memory (bam_mem_alloc) the target can still allocate, now, in
- * *bytes: BAM_MEM_DEVICE on the GPU target = free GPU memory (cudaMemGetInfo); every
- * other case = host memory: MemAvailable of /proc/meminfo (the physical memory when it
- * has none), capped by the process's cgroup memory limit. Returns 0, -EINVAL (target
- * BAM_TARGET_AUTO), -ENODEV (GPU target without CUDA or GPU), -ENOSYS (cannot be told). */
-BAM_API int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, uint64_t *bytes);
 /* Free the cache (does not flush: call bam_cache_flush first to keep writes). */
 BAM_API void bam_cache_destroy(struct bam_cache *c);
 /* Lines in the cache and their size. */

@@ -25,8 +25,6 @@ struct bam_array {
 #ifdef BAM_HAVE_CUDA
 int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, uint32_t *failures);
 #endif
-/* ctx.c: free p in bam_ctx_close, after the controllers have stopped */
-void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 
 static int sync_cache(struct bam_cache *c)
 {

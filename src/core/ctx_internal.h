@@ -29,6 +29,10 @@ struct bam_ctx {
 	char errmsg[512];
 };
 
+/* Free p (from bam_mem_alloc) in bam_ctx_close, after the controllers have stopped:
+ * memory a controller may still write into (a command whose completion never came). */
+void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
+
 /* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. */
 int bam_gpu_available(void);
 void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);

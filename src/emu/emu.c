@@ -604,7 +604,12 @@ static int emu_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
 {
 	struct emu *e = priv;
 	struct emu_host_ctrl *hc = &e->c[ci];
-	struct emu_counters k = hc->h.cnt;
+	/* the workers add to these concurrently: read each with an atomic load */
+	struct emu_counters k;
+	const uint64_t *src = (const uint64_t *)&hc->h.cnt;
+	uint64_t *dst = (uint64_t *)&k;
+	for (size_t i = 0; i < sizeof(k) / 8; i++)
+		dst[i] = bam_load_relaxed_u64(&src[i]);
 #ifdef BAM_HAVE_CUDA
 	if (e->ctx->target == BAM_TARGET_GPU && e->gpu) {
 		struct emu_ctrl tmp;

@@ -211,9 +211,9 @@ int gr_plan(struct gr_builder *b, char *err, size_t errlen)
 	rc = gr_tmp_create(b->output, b->tmp_path, sizeof(b->tmp_path), &b->fd, err, errlen);
 	if (rc)
 		return rc;
-	gr_progress(b, 1, "%llu vertices, %llu arcs to place, %u chunk(s) of <= %llu MiB, %u thread(s)",
+	gr_progress(b, 1, "%llu vertices, %llu arcs to place, %u chunk(s) of <= %.1f MiB, %u thread(s)",
 		    (unsigned long long)n, (unsigned long long)sum, b->n_chunks,
-		    (unsigned long long)((elems * b->id_bytes) >> 20), b->threads);
+		    (double)(elems * b->id_bytes) / (1024.0 * 1024.0), b->threads);
 	return 0;
 }
 

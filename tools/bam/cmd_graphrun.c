@@ -49,6 +49,7 @@ struct gres {
 	double load_s;        /* reading the graph into memory (baselines) or provisioning (bam) */
 	uint64_t cache_bytes; /* bam mode: the cache used (after the 1 MiB minimum) */
 	uint32_t line;        /* bam mode: its line size */
+	int on_gpu;           /* the kernels ran on the GPU (else the CPU target) */
 	double setup_s;       /* cache/array creation or device upload */
 	double compute_s;     /* kernels only */
 	double e2e_s;
@@ -211,6 +212,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	}
 #endif
 	struct gmem gm = {.gpu = tgt == BAM_TARGET_GPU};
+	r->on_gpu = gm.gpu;
 #ifdef BAM_HAVE_CUDA
 	if (gm.gpu)
 		graph_gpu_prepare();
@@ -557,6 +559,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 		cJSON_AddStringToObject(j, "algorithm", alg);
 		cJSON_AddStringToObject(j, "graph", o->graph);
 		cJSON_AddStringToObject(j, "mode", mode_names[o->mode]);
+		cJSON_AddStringToObject(j, "target", r->on_gpu ? "gpu" : "cpu");
 		cJSON_AddStringToObject(j, "storage", r->backend_desc);
 		cJSON_AddNumberToObject(j, "runs", r->runs);
 		cJSON_AddNumberToObject(j, "compute_s", r->compute_s);
@@ -598,7 +601,8 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
 		cJSON_Delete(j);
 		return;
 	}
-	printf("%s %s: mode=%s storage=%s\n", alg, o->graph, mode_names[o->mode], r->backend_desc);
+	printf("%s %s: mode=%s target=%s storage=%s\n", alg, o->graph, mode_names[o->mode], r->on_gpu ? "gpu" : "cpu",
+	       r->backend_desc);
 	if (do_cc)
 		printf("  components=%llu iterations=%u compute=%.3f s (%.3g edges/s)\n", (unsigned long long)r->components,
 		       r->iterations, r->compute_s, teps);
