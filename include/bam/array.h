@@ -577,6 +577,13 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t
 	/* out-of-range threads form their own group keyed past every line */
 	uint64_t l = oob ? ~0ull : byte >> c->line_shift;
 	uint32_t mask = bam_warp_match(l);
+#if BAM_ON_GPU
+	/* lanes passing different arrays with the same line index: split the group by
+	 * array (rare; one shuffle and one vote otherwise) */
+	unsigned long long a_lead = __shfl_sync(mask, (unsigned long long)(uintptr_t)a, __ffs(mask) - 1);
+	if (__any_sync(mask, a_lead != (unsigned long long)(uintptr_t)a))
+		mask &= bam_warp_match((uint64_t)(uintptr_t)a);
+#endif
 	uint32_t leader = bam_warp_leader(mask);
 	int64_t s = -ERANGE;
 	if (!oob && bam_lane_id() == leader) {
@@ -586,6 +593,9 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t
 	if (oob && bam_lane_id() == leader)
 		bam_dev_record_error(a->io, -ERANGE, 0);
 	s = bam_warp_bcast_i64(mask, s, leader);
+	/* the members read the line after the leader's acquire: a warp barrier orders
+	 * their reads after it (the PTX memory model gives __shfl_sync no ordering) */
+	bam_warp_sync(mask);
 	if (s >= 0)
 		*p = c->lines + ((uint64_t)s << c->line_shift) + (byte & (c->line_size - 1));
 	*group = mask;
@@ -847,7 +857,12 @@ BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
 				bam_dev_record_error(c->io, -ETIMEDOUT, 0);
 				return -ETIMEDOUT;
 			}
-			bam_cache_slot_reclaim(c, s, 1);
+			/* the slot may have turned RETIRED meanwhile (unpinned, refilled, the
+			 * fill timed out): a reclaim that locks it hands it to us; release
+			 * it empty, or it stays BUSY with no owner (found by
+			 * models/cache_slots.pml) */
+			if (bam_cache_slot_reclaim(c, s, 1))
+				bam_slot_set_flags(c, s, 0, 0);
 			bam_spin_pause(iter);
 		}
 	}
