@@ -146,13 +146,10 @@ int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, uint64_t *
  * destroyed while some timed-out command had not completed, bam/array.h "retired"):
  * freed by bam_ctx_close once the controllers have stopped, not before. */
 struct deferred_free {
-	struct bam_ctx *ctx;
 	enum bam_mem_kind kind;
 	void *p;
 	struct deferred_free *next;
 };
-static struct deferred_free *deferred;
-static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Free p (from bam_mem_alloc on ctx) in bam_ctx_close, after the controllers have
  * stopped. Used by cache.c. */
@@ -163,30 +160,24 @@ void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p)
 	struct deferred_free *d = malloc(sizeof(*d));
 	if (!d)
 		return; /* left allocated: never freed under a controller's DMA */
-	d->ctx = ctx;
 	d->kind = kind;
 	d->p = p;
-	pthread_mutex_lock(&deferred_lock);
-	d->next = deferred;
-	deferred = d;
-	pthread_mutex_unlock(&deferred_lock);
+	pthread_mutex_lock(&ctx->deferred_lock);
+	d->next = ctx->deferred;
+	ctx->deferred = d;
+	pthread_mutex_unlock(&ctx->deferred_lock);
 }
 
 static void free_deferred(struct bam_ctx *ctx)
 {
-	pthread_mutex_lock(&deferred_lock);
-	struct deferred_free **pp = &deferred;
-	while (*pp) {
-		struct deferred_free *d = *pp;
-		if (d->ctx != ctx) {
-			pp = &d->next;
-			continue;
-		}
-		*pp = d->next;
+	pthread_mutex_lock(&ctx->deferred_lock);
+	while (ctx->deferred) {
+		struct deferred_free *d = ctx->deferred;
+		ctx->deferred = d->next;
 		bam_mem_free(ctx, d->kind, d->p);
 		free(d);
 	}
-	pthread_mutex_unlock(&deferred_lock);
+	pthread_mutex_unlock(&ctx->deferred_lock);
 }
 
 /* ---- queue pairs --------------------------------------------------------------- */
@@ -387,6 +378,7 @@ int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct ba
 	if (opts)
 		ctx->opts = *opts;
 	ctx->ops = ops;
+	pthread_mutex_init(&ctx->deferred_lock, NULL);
 
 	enum bam_target t = ctx->opts.target;
 #ifdef BAM_HAVE_CUDA
@@ -478,6 +470,7 @@ void bam_ctx_close(struct bam_ctx *ctx)
 		bam_mem_free(ctx, BAM_MEM_DEVICE, ctx->dev);
 	if (ctx->priv && ctx->ops->close)
 		ctx->ops->close(ctx->priv);
+	pthread_mutex_destroy(&ctx->deferred_lock);
 	free(ctx);
 }
 

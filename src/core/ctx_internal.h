@@ -6,6 +6,9 @@
 #include "bam/bam.h"
 #include "bam/backend.h"
 #include "bam/dev.h"
+#include <pthread.h>
+
+struct deferred_free;
 
 struct bam_ctx_qmem {
 	/* host-side record of each queue pair's allocations (device or host memory) */
@@ -27,6 +30,9 @@ struct bam_ctx {
 	int started;
 	char desc[512];
 	char errmsg[512];
+	/* memory freed at close, after the controllers stopped (bam_ctx_defer_free) */
+	struct deferred_free *deferred;
+	pthread_mutex_t deferred_lock;
 };
 
 /* Free p (from bam_mem_alloc) in bam_ctx_close, after the controllers have stopped:

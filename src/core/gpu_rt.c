@@ -138,53 +138,37 @@ static cudaStream_t stream(void)
 
 void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes)
 {
-	void *p = NULL;
+	/* Both kinds page-aligned: cudaMalloc aligns to 256 bytes, and small pinned
+	 * allocations may come from a pool (the file back end's queue rings live there). */
+	void *base = NULL, *p = NULL;
+	struct aligned_rec *r = malloc(sizeof(*r));
+	if (!r)
+		return NULL;
 	bam_gpu_pause_all();
+	cudaError_t e = kind == BAM_MEM_DEVICE ? cudaMalloc(&base, bytes + 4096)
+					       : cudaHostAlloc(&base, bytes + 4096, cudaHostAllocMapped | cudaHostAllocPortable);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: %s(%llu) failed: %s\n", kind == BAM_MEM_DEVICE ? "cudaMalloc" : "cudaHostAlloc",
+			(unsigned long long)bytes, cudaGetErrorString(e));
+		free(r);
+		bam_gpu_resume_all();
+		return NULL;
+	}
+	p = (void *)(((uintptr_t)base + 4095) & ~(uintptr_t)4095);
+	pthread_mutex_lock(&lock);
+	r->aligned = p;
+	r->base = base;
+	r->next = aligned_recs;
+	aligned_recs = r;
 	if (kind == BAM_MEM_DEVICE) {
-		void *base = NULL;
-		struct aligned_rec *r = malloc(sizeof(*r));
-		if (!r)
-			goto fail;
-		if (cudaMalloc(&base, bytes + 4096) != cudaSuccess) {
-			fprintf(stderr, "bam: cudaMalloc(%llu) failed\n", (unsigned long long)bytes);
-			free(r);
-			goto fail;
-		}
-		p = (void *)(((uintptr_t)base + 4095) & ~(uintptr_t)4095);
-		pthread_mutex_lock(&lock);
-		r->aligned = p;
-		r->base = base;
-		r->next = aligned_recs;
-		aligned_recs = r;
 		cudaMemsetAsync(p, 0, bytes, stream());
 		cudaStreamSynchronize(stream());
-		pthread_mutex_unlock(&lock);
 	} else {
-		/* small pinned allocations may come from a pool and not start a page: align
-		 * them too (the file back end's queue rings live here) */
-		void *base = NULL;
-		struct aligned_rec *r = malloc(sizeof(*r));
-		if (!r)
-			goto fail;
-		if (cudaHostAlloc(&base, bytes + 4096, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
-			fprintf(stderr, "bam: cudaHostAlloc(%llu) failed\n", (unsigned long long)bytes);
-			free(r);
-			goto fail;
-		}
-		p = (void *)(((uintptr_t)base + 4095) & ~(uintptr_t)4095);
 		memset(p, 0, bytes);
-		pthread_mutex_lock(&lock);
-		r->aligned = p;
-		r->base = base;
-		r->next = aligned_recs;
-		aligned_recs = r;
-		pthread_mutex_unlock(&lock);
 	}
+	pthread_mutex_unlock(&lock);
 	bam_gpu_resume_all();
 	return p;
-fail:
-	bam_gpu_resume_all();
-	return NULL;
 }
 
 void bam_gpu_free(enum bam_mem_kind kind, void *p)
