@@ -188,20 +188,29 @@ static void stream_thread(void *arg, uint64_t tid)
 	}
 }
 
+/* 8 MiB of u64 (element i = 3i) through a 16 KiB cache of 512-byte lines. Returns the
+ * element count. */
+static uint64_t open_streaming(struct env *e)
+{
+	uint64_t n = 1u << 20;
+	open_env(e, "emu:size=16M", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
+	uint64_t *buf = malloc(n * 8);
+	assert_non_null(buf);
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = i * 3;
+	assert_int_equal(bam_array_media_write(e->arr, 0, buf, n), 0);
+	free(buf);
+	return n;
+}
+
 static void test_oversubscribed_streaming(void **state)
 {
 	(void)state;
 	struct env e;
-	uint64_t n = 1u << 20; /* 8 MiB of u64 through a 16 KiB cache */
-	open_env(&e, "emu:size=16M", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
-	uint64_t *buf = malloc(n * 8);
-	for (uint64_t i = 0; i < n; i++)
-		buf[i] = i * 3;
-	assert_int_equal(bam_array_media_write(e.arr, 0, buf, n), 0);
+	uint64_t n = open_streaming(&e);
 	struct stream_job j = {.a = bam_array_dev(e.arr), .n = n};
 	assert_int_equal(bam_cpu_launch(48, 48, stream_thread, &j), 0);
 	assert_int_equal(j.errors, 0);
-	free(buf);
 	close_env(&e);
 }
 
@@ -234,13 +243,7 @@ static void test_line_handle_scan(void **state)
 {
 	(void)state;
 	struct env e;
-	uint64_t n = 1u << 20; /* 8 MiB of u64 through a 16 KiB cache of 512-byte lines */
-	open_env(&e, "emu:size=16M", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
-	uint64_t *buf = malloc(n * 8);
-	assert_non_null(buf);
-	for (uint64_t i = 0; i < n; i++)
-		buf[i] = i * 3;
-	assert_int_equal(bam_array_media_write(e.arr, 0, buf, n), 0);
+	uint64_t n = open_streaming(&e);
 	struct stream_job j = {.a = bam_array_dev(e.arr), .n = n};
 	assert_int_equal(bam_cpu_launch(48, 48, scan_thread, &j), 0);
 	assert_int_equal(j.errors, 0);
@@ -250,7 +253,6 @@ static void test_line_handle_scan(void **state)
 	struct bam_array_stats st;
 	assert_int_equal(bam_array_stats(e.arr, &st), 0);
 	assert_true(st.c.misses >= n / 64); /* every line was read in at least once */
-	free(buf);
 	close_env(&e);
 }
 
