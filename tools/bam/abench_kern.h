@@ -33,9 +33,31 @@ BAM_HD_INLINE uint64_t abench_value(uint64_t i)
 	return i * 0x9e3779b97f4a7c15ull + 12345u;
 }
 
+/* One element read of AB_HOT/AB_RANDOM/AB_WARP step k: counts a failed read or a
+ * wrong value. */
+BAM_HD_INLINE void abench_step(const struct abench_args *g, uint64_t tid, uint64_t warp, uint64_t k,
+			       uint64_t *bad, uint64_t *errs)
+{
+	uint64_t i;
+	if (g->pattern == AB_HOT) {
+		i = (tid + k * g->threads) % g->ws;
+	} else if (g->pattern == AB_RANDOM) {
+		i = emu_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
+	} else {
+		uint64_t groups = g->n_elems / 32u;
+		i = (emu_mix64(g->seed ^ (warp << 24) ^ k) % groups) * 32u + (tid % 32u);
+	}
+	uint64_t v;
+	int rc = g->coalesce ? bam_array_warp_read_u64(g->a, i, &v) : bam_array_read_u64(g->a, i, &v);
+	if (rc)
+		(*errs)++;
+	else if (v != abench_value(i))
+		(*bad)++;
+}
+
 /* AB_SCAN: per step the warp takes one line of the working set with one coalesced
- * acquisition (bam_line_warp_get) and its lanes read every element of it, 16 bytes
- * apart per lane round; every value is checked. Line index: consecutive warps take
+ * acquisition (bam_line_warp_get) and its lanes read every element of it, consecutive
+ * elements per round of the warp; every value is checked. Line index: consecutive warps take
  * consecutive lines, the whole grid moves on by its warp count each step. */
 BAM_HD_INLINE void abench_scan(const struct abench_args *g, uint64_t tid, uint32_t lane, uint32_t wsize,
 			       uint64_t *bad, uint64_t *errs)
@@ -65,24 +87,9 @@ BAM_HD_INLINE void abench_thread(const struct abench_args *g, uint64_t tid, uint
 	uint64_t bad = 0, errs = 0;
 	if (g->pattern == AB_SCAN)
 		abench_scan(g, tid, lane, wsize, &bad, &errs);
-	for (uint64_t k = 0; g->pattern != AB_SCAN && k < g->steps; k++) {
-		uint64_t i;
-		if (g->pattern == AB_HOT) {
-			i = (tid + k * g->threads) % g->ws;
-		} else if (g->pattern == AB_RANDOM) {
-			i = emu_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
-		} else {
-			uint64_t groups = g->n_elems / 32u;
-			i = (emu_mix64(g->seed ^ (warp << 24) ^ k) % groups) * 32u + (tid % 32u);
-		}
-		uint64_t v;
-		int rc = g->coalesce ? bam_array_warp_read_u64(g->a, i, &v) : bam_array_read_u64(g->a, i, &v);
-		if (rc)
-			errs++;
-		else if (v != abench_value(i))
-			bad++;
-	}
-	(void)lane;
+	else
+		for (uint64_t k = 0; k < g->steps; k++)
+			abench_step(g, tid, warp, k, &bad, &errs);
 	if (bad)
 		bam_fetch_add_relaxed_gpu_u64(g->bad, bad);
 	if (errs)

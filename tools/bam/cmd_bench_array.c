@@ -93,7 +93,7 @@ int bam_bench_array(int argc, char **argv)
 		case 'A': break;
 		case 'p':
 			pattern = 99;
-			for (uint32_t i = 0; i < 4; i++)
+			for (uint32_t i = 0; i < sizeof(pat_names) / sizeof(pat_names[0]); i++)
 				if (!strcmp(optarg, pat_names[i]))
 					pattern = i;
 			if (pattern == 99)
