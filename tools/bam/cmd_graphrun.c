@@ -43,7 +43,17 @@ struct gopts {
 	int verify, json, quiet;
 	uint32_t qpairs, workers;
 	uint64_t timeout_ms;
+	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 };
+
+/* BFS frontier: a queue of vertices in discovery order, or a scan of the level array in
+ * vertex order (graph_kern.h, walk_range). auto: scan when the frontier holds at least
+ * 1/SCAN_FRACTION of the vertices: reading the level array then costs less than the
+ * random order of a queue costs the cache, whose lines are fetched once per frontier
+ * vertex instead of about once per level. */
+enum { FRONTIER_AUTO, FRONTIER_QUEUE, FRONTIER_SCAN };
+static const char *frontier_names[] = {"auto", "queue", "scan"};
+#define SCAN_FRACTION 256u
 
 struct gres {
 	double load_s;        /* reading the graph into memory (baselines) or provisioning (bam) */
@@ -55,6 +65,8 @@ struct gres {
 	double e2e_s;
 	uint64_t edges_traversed;
 	uint32_t levels_max;
+	uint32_t levels_scan, levels_queue; /* BFS levels expanded each way, all sources */
+	uint64_t chunks;      /* chunks of long neighbour lists walked (graph_kern.h, GV_CHUNK) */
 	uint32_t iterations;
 	uint64_t components;
 	uint32_t runs;
@@ -80,7 +92,10 @@ static void usage(FILE *f, const char *cmd)
 		cmd,
 		strcmp(cmd, "bfs") ? "" : "  --sources=N        BFS sources: N random vertices with >= 2 neighbours (default 32)\n"
 					  "  --source=V         one given source vertex\n"
-					  "  --seed=N           seed of the source choice (default 1)\n");
+					  "  --seed=N           seed of the source choice (default 1)\n"
+					  "  --frontier=F       auto (default), queue or scan: how a level finds its\n"
+					  "                     frontier (queue: discovery order; scan: the level array\n"
+					  "                     in vertex order; auto: scan from 1/256 of the vertices)\n");
 }
 
 /* read a byte range of the graph file */
@@ -102,30 +117,33 @@ static int pread_all(int fd, void *buf, uint64_t len, uint64_t off)
 
 /* ---- CPU-target launches ---------------------------------------------------------- */
 
-struct cpu_bfs {
+/* one of b (BFS) and c (CC) is set; ranges of per vertices */
+struct cpu_walk {
 	const struct graph_view *g;
 	struct bfs_state *b;
-};
-static void cpu_bfs_fn(void *arg, uint64_t w)
-{
-	struct cpu_bfs *c = arg;
-	bfs_warp(c->g, c->b, w, 0, 1);
-}
-struct cpu_cc {
-	const struct graph_view *g;
 	struct cc_state *c;
 	uint64_t per;
 };
-static void cpu_cc_fn(void *arg, uint64_t t)
+static void cpu_bfs_fn(void *arg, uint64_t w)
 {
-	struct cpu_cc *c = arg;
+	struct cpu_walk *c = arg;
+	bfs_warp(c->g, c->b, w, 0, 1);
+}
+static void cpu_range_fn(void *arg, uint64_t t)
+{
+	struct cpu_walk *c = arg;
 	uint64_t first = t * c->per, last = first + c->per < c->g->n ? first + c->per : c->g->n;
 	if (first < last)
-		cc_range(c->g, c->c, first, last, 0, 1);
+		walk_range(c->g, c->b, c->c, first, last, 0, 1);
+}
+static void cpu_chunk_fn(void *arg, uint64_t k)
+{
+	struct cpu_walk *c = arg;
+	chunk_warp(c->g, c->b, c->c, k, 0, 1);
 }
 static void cpu_jump_fn(void *arg, uint64_t t)
 {
-	struct cpu_cc *c = arg;
+	struct cpu_walk *c = arg;
 	for (uint64_t v = t * c->per; v < (t + 1) * c->per && v < c->g->n; v++)
 		cc_jump(c->c, v);
 }
@@ -135,6 +153,14 @@ static uint32_t cpu_workers(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	/* threads block on I/O: more of them than cores keeps the queues busy */
 	return (uint32_t)(n > 0 ? n * 4 : 8);
+}
+
+/* vertices per CPU-target range: 16 ranges per worker */
+static uint64_t cpu_per(uint64_t n)
+{
+	uint64_t k = (uint64_t)cpu_workers() * 16;
+	uint64_t per = (n + k - 1) / k;
+	return per ? per : 1;
 }
 
 /* ---- memory of the run (target memory for state) --------------------------------- */
@@ -244,7 +270,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	struct bam_cache *cache = NULL;
 	struct bam_array *aoff = NULL, *aedge = NULL;
 	uint32_t *err_word = NULL;
-	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL;
+	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL, *s5 = NULL, *s6 = NULL;
 	double t_start = cli_now();
 
 	/* host CSR for the reference, the source choice and degrees (not timed) */
@@ -351,6 +377,14 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	}
 	err_word = state_alloc(&gm, 4);
 	gv.error = err_word;
+	/* the chunk queue of long neighbour lists (graph_kern.h, struct gv_heavy) */
+	struct gv_heavy heavy = {.cap = gv_heavy_cap(m)};
+	heavy.c = s5 = state_alloc(&gm, heavy.cap * sizeof(struct gv_chunk));
+	heavy.n = s6 = state_alloc(&gm, 8);
+	if (!heavy.c || !heavy.n || !err_word) {
+		fprintf(stderr, "%s: out of memory for per-run state\n", do_cc ? "cc" : "bfs");
+		goto out;
+	}
 
 	double compute = 0;
 	if (!do_cc) {
@@ -359,6 +393,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		b.cur = s2 = state_alloc(&gm, n * 8);
 		b.next = s3 = state_alloc(&gm, n * 8);
 		b.next_n = s4 = state_alloc(&gm, 8);
+		b.heavy = heavy;
 		uint32_t *lv = malloc(n * 4), *rl = malloc(n * 4);
 		if (!b.level || !b.cur || !b.next || !b.next_n || !lv || !rl) {
 			fprintf(stderr, "bfs: out of memory for per-vertex state\n");
@@ -378,19 +413,33 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			double t0 = cli_now(), last_progress = t0;
 			while (b.cur_n) {
 				uint64_t nn = 0;
+				const int scan = o->frontier == FRONTIER_SCAN ||
+						 (o->frontier == FRONTIER_AUTO && b.cur_n >= n / SCAN_FRACTION);
+				if (scan)
+					r->levels_scan++;
+				else
+					r->levels_queue++;
 				if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
-					if ((rc = graph_gpu_bfs_level(&gv, &b, &nn)))
+					if ((rc = graph_gpu_bfs_level(&gv, &b, scan, &nn)))
 						goto out_bfs;
 #endif
 				} else {
 					*b.next_n = 0;
-					struct cpu_bfs c = {&gv, &b};
-					bam_cpu_launch(b.cur_n, cpu_workers(), cpu_bfs_fn, &c);
+					*b.heavy.n = 0;
+					struct cpu_walk c = {&gv, &b, NULL, cpu_per(n)};
+					if (scan)
+						bam_cpu_launch((n + c.per - 1) / c.per, cpu_workers(), cpu_range_fn, &c);
+					else
+						bam_cpu_launch(b.cur_n, cpu_workers(), cpu_bfs_fn, &c);
+					bam_cpu_launch(*b.heavy.n, cpu_workers(), cpu_chunk_fn, &c);
 					nn = *b.next_n;
 				}
 				uint32_t e = 0;
+				uint64_t hn = 0;
 				state_get(&gm, &e, err_word, 4);
+				state_get(&gm, &hn, heavy.n, 8);
+				r->chunks += hn;
 				if (e) {
 					fprintf(stderr, "bfs: source %llu, level %u: %s\n", (unsigned long long)src, b.depth,
 						bam_strerror(-(int)e));
@@ -446,6 +495,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		struct cc_state c = {0};
 		c.label = s1 = state_alloc(&gm, n * 8);
 		c.changed = s4 = state_alloc(&gm, 4);
+		c.heavy = heavy;
 		uint64_t *lab = malloc(n * 8), *rlab = NULL;
 		if (!c.label || !c.changed || !lab) {
 			fprintf(stderr, "cc: out of memory for per-vertex state\n");
@@ -466,14 +516,19 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 #endif
 			} else {
 				*c.changed = 0;
+				*c.heavy.n = 0;
 				uint32_t w = cpu_workers();
-				struct cpu_cc cc = {&gv, &c, (n + w * 16 - 1) / (w * 16)};
-				bam_cpu_launch(w * 16, w, cpu_cc_fn, &cc);
-				bam_cpu_launch(w * 16, w, cpu_jump_fn, &cc);
+				struct cpu_walk cc = {&gv, NULL, &c, cpu_per(n)};
+				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_range_fn, &cc);
+				bam_cpu_launch(*c.heavy.n, w, cpu_chunk_fn, &cc);
+				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_jump_fn, &cc);
 				changed = *c.changed;
 			}
 			uint32_t e = 0;
+			uint64_t hn = 0;
 			state_get(&gm, &e, err_word, 4);
+			state_get(&gm, &hn, heavy.n, 8);
+			r->chunks += hn;
 			if (e) {
 				fprintf(stderr, "cc: iteration %u: %s\n", r->iterations, bam_strerror(-(int)e));
 				rc = -(int)e;
@@ -532,6 +587,8 @@ out:
 	state_free(&gm, s2);
 	state_free(&gm, s3);
 	state_free(&gm, s4);
+	state_free(&gm, s5);
+	state_free(&gm, s6);
 	state_free(&gm, err_word);
 	if (mem_kind == -2) {
 		free(off_mem);
@@ -573,7 +630,11 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "components", (double)r->components);
 		} else {
 			cJSON_AddNumberToObject(j, "max_levels", r->levels_max);
+			cJSON_AddStringToObject(j, "frontier", frontier_names[o->frontier]);
+			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
+			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 		}
+		cJSON_AddNumberToObject(j, "long_list_chunks", (double)r->chunks);
 		cJSON_AddStringToObject(j, "verified", r->verified > 0 ? "yes" : r->verified < 0 ? "MISMATCH" : "not checked");
 		if (o->mode == MODE_BAM) {
 			double req = (double)(r->st_off.c.bytes_requested + r->st_edge.c.bytes_requested);
@@ -607,8 +668,13 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
 		printf("  components=%llu iterations=%u compute=%.3f s (%.3g edges/s)\n", (unsigned long long)r->components,
 		       r->iterations, r->compute_s, teps);
 	else
-		printf("  sources=%u compute=%.3f s (%.4f s per source) max levels=%u traversed edges/s=%.3g\n", r->runs,
-		       r->compute_s, r->runs ? r->compute_s / r->runs : 0, r->levels_max, teps);
+		printf("  sources=%u compute=%.3f s (%.4f s per source) max levels=%u traversed edges/s=%.3g\n"
+		       "  frontier=%s: %u levels by scan of the level array, %u by queue (all sources)\n",
+		       r->runs, r->compute_s, r->runs ? r->compute_s / r->runs : 0, r->levels_max, teps,
+		       frontier_names[o->frontier], r->levels_scan, r->levels_queue);
+	if (r->chunks)
+		printf("  neighbour lists over %u edges: walked as %llu chunks spread over all warps\n", GV_CHUNK,
+		       (unsigned long long)r->chunks);
 	if (o->mode == MODE_BAM)
 		printf("  end-to-end=%.3f s (the graph lives on storage; writing it there took %.3f s, not counted)\n",
 		       r->e2e_s, r->load_s);
@@ -632,7 +698,8 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"mode", 1, 0, 'M'}, {"backend", 1, 0, 'B'}, {"cache-size", 1, 0, 'C'}, {"line-size", 1, 0, 'L'},
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
-		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -674,6 +741,18 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			else if (!strcmp(optarg, "auto")) o->target = BAM_TARGET_AUTO;
 			else goto bad;
 			break;
+		case 'F': {
+			int k = -1;
+			for (int i = 0; i < 3; i++)
+				if (!strcmp(optarg, frontier_names[i]))
+					k = i;
+			if (k < 0) {
+				fprintf(stderr, "%s: --frontier=%s: expected auto, queue or scan\n", cmd, optarg);
+				return 2;
+			}
+			o->frontier = k;
+			break;
+		}
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;

@@ -33,15 +33,42 @@ __global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
 		bfs_warp(&g, &b, w, threadIdx.x & 31u, 32);
 }
 
-__global__ void cc_kernel(struct graph_view g, struct cc_state c)
+/* each warp a contiguous range of vertices (graph_kern.h, walk_range); b or c is NULL */
+__device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
-	/* each warp a contiguous range of vertices (graph_kern.h, cc_range) */
 	uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t nw = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-	uint64_t per = (g.n + nw - 1) / nw;
-	uint64_t first = w * per, last = first + per < g.n ? first + per : g.n;
+	uint64_t per = (g->n + nw - 1) / nw;
+	uint64_t first = w * per, last = first + per < g->n ? first + per : g->n;
 	if (first < last)
-		cc_range(&g, &c, first, last, threadIdx.x & 31u, 32);
+		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32);
+}
+
+__global__ void bfs_scan_kernel(struct graph_view g, struct bfs_state b)
+{
+	range_warp(&g, &b, NULL);
+}
+
+__global__ void cc_kernel(struct graph_view g, struct cc_state c)
+{
+	range_warp(&g, NULL, &c);
+}
+
+/* the chunks of long neighbour lists queued by the kernel before (one warp each) */
+__global__ void bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
+{
+	const uint64_t n = b.heavy.n ? *b.heavy.n : 0; /* NULL: graph_gpu_prepare */
+	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
+	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
+		chunk_warp(&g, &b, NULL, k, threadIdx.x & 31u, 32);
+}
+
+__global__ void cc_chunk_kernel(struct graph_view g, struct cc_state c)
+{
+	const uint64_t n = c.heavy.n ? *c.heavy.n : 0;
+	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
+	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
+		chunk_warp(&g, NULL, &c, k, threadIdx.x & 31u, 32);
 }
 
 __global__ void cc_jump_kernel(uint64_t n, struct cc_state c)
@@ -58,14 +85,19 @@ static unsigned blocks_for(uint64_t warps)
 	return (unsigned)(b < 1 ? 1 : (b > max ? max : b));
 }
 
-extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, uint64_t *next_n)
+extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, uint64_t *next_n)
 {
 	cudaStream_t s = stream();
-	/* a copy, not a memset: a device memset may synchronise with the emulator's
+	/* copies, not memsets: a device memset may synchronise with the emulator's
 	 * persistent kernel (CUDA Programming Guide, "Implicit Synchronization") */
 	static const uint64_t zero8 = 0;
 	cudaMemcpyAsync(b->next_n, &zero8, 8, cudaMemcpyHostToDevice, s);
-	bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
+	cudaMemcpyAsync(b->heavy.n, &zero8, 8, cudaMemcpyHostToDevice, s);
+	if (scan)
+		bfs_scan_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *b);
+	else
+		bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
+	bfs_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
 	cudaMemcpyAsync(next_n, b->next_n, 8, cudaMemcpyDeviceToHost, s);
 	cudaError_t e = cudaStreamSynchronize(s);
 	if (e != cudaSuccess) {
@@ -79,8 +111,11 @@ extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c,
 {
 	cudaStream_t s = stream();
 	static const uint32_t zero4 = 0;
+	static const uint64_t zero8 = 0;
 	cudaMemcpyAsync(c->changed, &zero4, 4, cudaMemcpyHostToDevice, s);
+	cudaMemcpyAsync(c->heavy.n, &zero8, 8, cudaMemcpyHostToDevice, s);
 	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
+	cc_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_jump_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	cudaMemcpyAsync(changed, c->changed, 4, cudaMemcpyDeviceToHost, s);
 	cudaError_t e = cudaStreamSynchronize(s);
@@ -164,7 +199,10 @@ extern "C" int graph_gpu_prepare(void)
 	memset(&b, 0, sizeof(b));
 	memset(&c, 0, sizeof(c));
 	bfs_kernel<<<1, 32>>>(g, b);
+	bfs_scan_kernel<<<1, 32>>>(g, b);
+	bfs_chunk_kernel<<<1, 32>>>(g, b);
 	cc_kernel<<<1, 32>>>(g, c);
+	cc_chunk_kernel<<<1, 32>>>(g, c);
 	cc_jump_kernel<<<1, 32>>>(0, c);
 	return cudaDeviceSynchronize() == cudaSuccess ? 0 : -EIO;
 }

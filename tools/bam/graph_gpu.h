@@ -5,10 +5,11 @@
 #include "bam/defs.h"
 #include "graph_kern.h"
 BAM_EXTERN_C_BEGIN
-/* Expand one BFS level on the GPU (b->cur_n frontier vertices); returns the size of
- * the next frontier in *next_n. 0 or -EIO. */
-int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, uint64_t *next_n);
-/* One CC hooking sweep + one pointer-jumping sweep; *changed != 0 if labels moved. */
+/* Expand one BFS level on the GPU: the frontier is b->cur (b->cur_n vertices) or, with
+ * scan != 0, the vertices whose level is b->depth; then the chunks of long lists.
+ * Returns the size of the next frontier (appended to b->next) in *next_n. 0 or -EIO. */
+int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, uint64_t *next_n);
+/* One CC hooking sweep (then its chunks of long lists) + one pointer-jumping sweep; *changed != 0 if labels moved. */
 int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, uint32_t *changed);
 /* Memory for the baselines: kind 0 = cudaMalloc, 1 = pinned host (cudaHostAlloc
  * mapped), 2 = cudaMallocManaged (refused if larger than the GPU's free memory). */

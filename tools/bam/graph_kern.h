@@ -6,8 +6,10 @@
  * pointers (the baselines: GPU memory, pinned host memory read zero-copy, UVM);
  * per-vertex state (levels, labels, frontiers) is in target memory.
  *
- * BFS: level-synchronous; one warp per frontier vertex, its lanes striding over the
- * vertex's neighbour list (paper: "BFS assigns one warp per frontier vertex").
+ * BFS: level-synchronous. Small frontiers: a queue, one warp per frontier vertex, its
+ * lanes striding over the vertex's neighbour list (paper: "BFS assigns one warp per
+ * frontier vertex"). Large frontiers: the frontier is read from the level array in
+ * vertex order ("scan", as CC), which reads the edge array in order (walk_range).
  * CC: min-label propagation over every arc in both directions plus pointer jumping,
  * scanning all vertices each iteration (the paper's more irregular pattern), each warp
  * a contiguous range of vertices; labels
@@ -30,17 +32,46 @@ struct graph_view {
 	uint32_t *error;              /* sticky: first negative errno, as positive */
 };
 
+/* A piece of one long neighbour list, [s, e) of the edge array, for vertex v. */
+struct gv_chunk {
+	uint64_t v, s, e;
+};
+
+/* Neighbour lists longer than GV_CHUNK edges are not walked by the warp that finds
+ * them: it queues them as chunks of at most GV_CHUNK edges (aligned to multiples of
+ * GV_CHUNK in the edge array) that a second kernel spreads over all warps, so one
+ * high-degree vertex (a Kronecker hub has ~10^6 neighbours) does not leave one warp
+ * working after every other warp has finished. */
+#define GV_CHUNK 4096u
+
+/* Chunk queue for the current level / iteration: entries [0, *n) of c. cap is enough
+ * for any one level: a list of d > GV_CHUNK edges gives at most d / GV_CHUNK + 2 <
+ * 3 d / GV_CHUNK chunks and every vertex is expanded at most once per level, so
+ * cap = 3 m / GV_CHUNK + 3 (gv_heavy_cap) cannot overflow. */
+struct gv_heavy {
+	struct gv_chunk *c;
+	uint64_t *n;
+	uint64_t cap;
+};
+
+BAM_HD_INLINE uint64_t gv_heavy_cap(uint64_t m)
+{
+	return 3 * (m / GV_CHUNK) + 3;
+}
+
 struct bfs_state {
 	uint32_t *level;              /* [n] */
 	uint64_t *cur, *next;         /* frontiers [n] */
 	uint64_t *next_n;             /* counter */
 	uint64_t cur_n;
 	uint32_t depth;               /* level being expanded */
+	struct gv_heavy heavy;
 };
 
 struct cc_state {
 	uint64_t *label;              /* [n] */
 	uint32_t *changed;
+	struct gv_heavy heavy;
 };
 
 BAM_HD_INLINE void gv_fail(const struct graph_view *g, int rc)
@@ -132,33 +163,107 @@ BAM_HD_INLINE void gv_edges_done(const struct graph_view *g, struct bam_line *h,
 	bam_array_count_accesses(g->edge_a, n - gets);
 }
 
-/* One warp (lane, wsize) expands frontier entry w. */
-BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
+/* The two algorithms' work per arc (v, u), u already checked < n. BFS (b set): an
+ * unvisited u gets level depth + 1 and joins the next frontier. CC (c set): hook v and
+ * u both ways to the smaller label; returns 1 if a label moved. */
+BAM_HD_INLINE int arc_do(struct bfs_state *b, struct cc_state *c, uint64_t v, uint64_t u)
 {
-	uint64_t v = b->cur[w], s, e;
-	if (gv_range(g, v, &s, &e))
-		return;
-	const uint32_t nl = b->depth + 1;
-	struct bam_line h = {0};
-	h.slot = -1;
-	uint32_t n = 0, gets = 0;
-	for (uint64_t i = s + lane; i < e; i += wsize) {
-		uint64_t u;
-		if (gv_edge_h(g, &h, i, &u, &gets))
-			break;
-		n++;
-		if (u >= g->n) {
-			gv_fail(g, -ERANGE);
-			break;
-		}
-		if (bam_load_relaxed_u32(&b->level[u]) != 0xffffffffu)
-			continue;
-		if (bam_cas_acq_rel_gpu_u32(&b->level[u], 0xffffffffu, nl) == 0xffffffffu) {
+	if (b) {
+		const uint32_t nl = b->depth + 1;
+		if (bam_load_relaxed_u32(&b->level[u]) == 0xffffffffu &&
+		    bam_cas_acq_rel_gpu_u32(&b->level[u], 0xffffffffu, nl) == 0xffffffffu) {
 			uint64_t k = bam_fetch_add_relaxed_gpu_u64(b->next_n, 1);
 			b->next[k] = u;
 		}
+		return 0;
 	}
+	uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
+	if (lu < lv)
+		return bam_fetch_min_relaxed_gpu_u64(&c->label[v], lu) > lu;
+	if (lv < lu)
+		return bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
+	return 0;
+}
+
+/* Arcs [s, e) of vertex v by the calling warp (lane, wsize), through line handle h
+ * (kept across calls, so consecutive lists share line acquisitions). Adds the edges
+ * read to *n and the lines taken to *gets; sets *changed as arc_do says. Returns
+ * nonzero on error (recorded in g->error). */
+BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t v,
+			    uint64_t s, uint64_t e, uint32_t lane, uint32_t wsize, struct bam_line *h, uint32_t *n,
+			    uint32_t *gets, int *changed)
+{
+	for (uint64_t i = s + lane; i < e; i += wsize) {
+		uint64_t u;
+		if (gv_edge_h(g, h, i, &u, gets))
+			return 1;
+		(*n)++;
+		if (u >= g->n) {
+			gv_fail(g, -ERANGE);
+			return 1;
+		}
+		*changed |= arc_do(b, c, v, u);
+	}
+	return 0;
+}
+
+/* Queue the list [s, e) of v as chunks if it is longer than GV_CHUNK (all lanes of the
+ * warp call with the same arguments; they write the entries). Returns 1 if queued. */
+BAM_HD_INLINE int heavy_push(const struct graph_view *g, const struct gv_heavy *hv, uint64_t v, uint64_t s,
+			     uint64_t e, uint32_t lane, uint32_t wsize)
+{
+	if (e - s <= GV_CHUNK || !hv->c)
+		return 0;
+	const uint64_t k0 = s / GV_CHUNK, cnt = (e - 1) / GV_CHUNK - k0 + 1;
+	uint64_t at = 0;
+	if (lane == 0)
+		at = bam_fetch_add_relaxed_gpu_u64(hv->n, cnt);
+#if BAM_ON_GPU
+	at = __shfl_sync(0xffffffffu, at, 0);
+#endif
+	if (at + cnt > hv->cap) {
+		/* cannot happen with cap = gv_heavy_cap(m) (see struct gv_heavy); walk the
+		 * list here rather than lose it, and say so */
+		gv_fail(g, -EOVERFLOW);
+		return 0;
+	}
+	for (uint64_t k = lane; k < cnt; k += wsize) {
+		struct gv_chunk ch;
+		ch.v = v;
+		ch.s = (k0 + k) * GV_CHUNK < s ? s : (k0 + k) * GV_CHUNK;
+		ch.e = (k0 + k + 1) * GV_CHUNK > e ? e : (k0 + k + 1) * GV_CHUNK;
+		hv->c[at + k] = ch;
+	}
+	return 1;
+}
+
+/* One warp (lane, wsize) expands BFS frontier entry w (queue order). */
+BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
+{
+	uint64_t v = b->cur[w], s, e;
+	if (gv_range(g, v, &s, &e) || heavy_push(g, &b->heavy, v, s, e, lane, wsize))
+		return;
+	struct bam_line h = {0};
+	h.slot = -1;
+	uint32_t n = 0, gets = 0;
+	int changed = 0;
+	walk_list(g, b, NULL, v, s, e, lane, wsize, &h, &n, &gets, &changed);
 	gv_edges_done(g, &h, n, gets);
+}
+
+/* One warp walks queued chunk k (the second kernel of a level / iteration). */
+BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
+			      uint32_t lane, uint32_t wsize)
+{
+	const struct gv_chunk ch = (b ? b->heavy.c : c->heavy.c)[k];
+	struct bam_line h = {0};
+	h.slot = -1;
+	uint32_t n = 0, gets = 0;
+	int changed = 0;
+	walk_list(g, b, c, ch.v, ch.s, ch.e, lane, wsize, &h, &n, &gets, &changed);
+	gv_edges_done(g, &h, n, gets);
+	if (changed)
+		bam_store_relaxed_u32(c->changed, 1);
 }
 
 #define CC_BATCH 31u /* vertices per batch: their 32 offsets are read by one warp at once */
@@ -187,32 +292,53 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 }
 
 /*
- * Connected components: one warp (or one CPU thread, wsize 1) hooks every vertex of
- * [first, last) with all its out-neighbours, both directions. A warp owns a contiguous
- * range, so concurrent warps touch different lines (their misses overlap instead of
- * queueing behind one fill). Per batch of up to CC_BATCH vertices the warp reads the
- * batch's offsets at once (lane k: off[base + k]) and shares them with __shfl_sync;
- * then it walks the batch's neighbour lists through one line handle per thread, so the
- * cache is probed about once per line rather than once per vertex. The handle is
- * dropped before the next batch's offsets are read: a warp never holds a line while it
- * waits for another (no hold-and-wait among warps, so no deadlock when the cache has
- * fewer lines than warps).
+ * One warp (or one CPU thread, wsize 1) walks the vertices of [first, last) in vertex
+ * order. CC (c set): every vertex, hooked with all its out-neighbours both ways. BFS
+ * (b set, "scan" frontier): only the vertices whose level is b->depth, i.e. the
+ * frontier, found by reading the level array instead of a frontier queue; in vertex
+ * order, the neighbour lists are read in edge-array order, so a line of the edge array
+ * is fetched about once per level instead of once per frontier vertex in it (the
+ * queue's discovery order is random). A warp owns a contiguous range, so concurrent
+ * warps touch different lines (their misses overlap instead of queueing behind one
+ * fill). Per batch of up to CC_BATCH vertices the warp reads the batch's offsets at
+ * once (lane k: off[base + k]; skipped when no vertex of the batch is wanted) and
+ * shares them with __shfl_sync; then it walks the wanted neighbour lists through one
+ * line handle per thread, so the cache is probed about once per line rather than once
+ * per vertex. Lists longer than GV_CHUNK go to the chunk queue. The handle is dropped
+ * before the next batch's offsets are read: a warp never holds a line while it waits
+ * for another (no hold-and-wait among warps, so no deadlock when the cache has fewer
+ * lines than warps).
  */
-BAM_HD_INLINE void cc_range(const struct graph_view *g, struct cc_state *c, uint64_t first, uint64_t last,
-			    uint32_t lane, uint32_t wsize)
+BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
+			      uint64_t last, uint32_t lane, uint32_t wsize)
 {
+	const struct gv_heavy *hv = b ? &b->heavy : &c->heavy;
 	int changed = 0, bad = 0;
 	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
 		const uint32_t cnt = last - base < CC_BATCH ? (uint32_t)(last - base) : CC_BATCH;
 		struct bam_line ho = {0};
 		ho.slot = -1;
 #if BAM_ON_GPU
+		uint32_t want = (1u << cnt) - 1;
+		if (b)
+			want = __ballot_sync(0xffffffffu, lane < cnt && bam_load_relaxed_u32(&b->level[base + lane]) == b->depth);
+		if (!want)
+			continue;
 		uint64_t ol = 0;
 		if (lane <= cnt && gv_off(g, &ho, base + lane, &ol))
 			bad = 1;
 		if (__any_sync(0xffffffffu, bad))
 			break;
 #else
+		uint32_t want = (1u << cnt) - 1;
+		if (b) {
+			want = 0;
+			for (uint32_t k = 0; k < cnt; k++)
+				if (bam_load_relaxed_u32(&b->level[base + k]) == b->depth)
+					want |= 1u << k;
+		}
+		if (!want)
+			continue;
 		uint64_t ob[CC_BATCH + 1];
 		for (uint32_t k = 0; k <= cnt && !bad; k++)
 			bad = gv_off(g, &ho, base + k, &ob[k]) != 0;
@@ -223,36 +349,23 @@ BAM_HD_INLINE void cc_range(const struct graph_view *g, struct cc_state *c, uint
 		struct bam_line h = {0};
 		h.slot = -1;
 		uint32_t n = 0, gets = 0;
-		for (uint32_t j = 0; j < cnt; j++) {
+		for (uint32_t j = 0; j < cnt && !bad; j++) {
+			if (!(want >> j & 1u))
+				continue;
 			const uint64_t v = base + j;
 #if BAM_ON_GPU
 			const uint64_t s = __shfl_sync(0xffffffffu, ol, j), e = __shfl_sync(0xffffffffu, ol, j + 1);
 #else
 			const uint64_t s = ob[j], e = ob[j + 1];
 #endif
-			for (uint64_t i = s + lane; i < e && !bad; i += wsize) {
-				uint64_t u;
-				if (gv_edge_h(g, &h, i, &u, &gets)) {
-					bad = 1;
-					break;
-				}
-				n++;
-				if (u >= g->n) {
-					gv_fail(g, -ERANGE);
-					bad = 1;
-					break;
-				}
-				uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
-				if (lu < lv)
-					changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[v], lu) > lu;
-				else if (lv < lu)
-					changed |= bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
-			}
+			if (heavy_push(g, hv, v, s, e, lane, wsize))
+				continue;
+			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets, &changed);
+#if BAM_ON_GPU
+			bad = __any_sync(0xffffffffu, bad);
+#endif
 		}
 		gv_edges_done(g, &h, n, gets);
-#if BAM_ON_GPU
-		bad = __any_sync(0xffffffffu, bad);
-#endif
 	}
 	if (changed)
 		bam_store_relaxed_u32(c->changed, 1);
