@@ -269,8 +269,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	int mem_kind = -1;
 	struct bam_cache *cache = NULL;
 	struct bam_array *aoff = NULL, *aedge = NULL;
-	uint32_t *err_word = NULL;
-	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL, *s5 = NULL, *s6 = NULL;
+	struct gv_counters *ctr = NULL;
+	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s5 = NULL;
 	double t_start = cli_now();
 
 	/* host CSR for the reference, the source choice and degrees (not timed) */
@@ -375,15 +375,25 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		gv.edge_p = edge_mem;
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s memory", mode_names[o->mode]);
 	}
-	err_word = state_alloc(&gm, 4);
-	gv.error = err_word;
+	/* one block of counters per level / iteration (graph_kern.h, struct gv_counters) */
+	ctr = state_alloc(&gm, sizeof(*ctr));
 	/* the chunk queue of long neighbour lists (graph_kern.h, struct gv_heavy) */
 	struct gv_heavy heavy = {.cap = gv_heavy_cap(m)};
 	heavy.c = s5 = state_alloc(&gm, heavy.cap * sizeof(struct gv_chunk));
-	heavy.n = s6 = state_alloc(&gm, 8);
-	if (!heavy.c || !heavy.n || !err_word) {
+	if (!heavy.c || !ctr) {
 		fprintf(stderr, "%s: out of memory for per-run state\n", do_cc ? "cc" : "bfs");
 		goto out;
+	}
+	static const struct gv_counters zero_ctr;
+	state_put(&gm, ctr, &zero_ctr, sizeof(zero_ctr));
+	gv.error = &ctr->error;
+	heavy.n = &ctr->heavy_n;
+	if (o->mode == MODE_BAM) {
+		/* warps (CPU-target threads) that each hold a line at once: at most a quarter
+		 * of the cache's lines, so a line fetched for one is rarely evicted by the
+		 * others before it is used (a small cache thrashes otherwise) */
+		uint64_t lines = r->cache_bytes / r->line / 4;
+		gv.max_warps = (uint32_t)(lines < 32 ? 32 : lines > UINT32_MAX ? UINT32_MAX : lines);
 	}
 
 	double compute = 0;
@@ -392,7 +402,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		b.level = s1 = state_alloc(&gm, n * 4);
 		b.cur = s2 = state_alloc(&gm, n * 8);
 		b.next = s3 = state_alloc(&gm, n * 8);
-		b.next_n = s4 = state_alloc(&gm, 8);
+		b.next_n = &ctr->next_n;
 		b.heavy = heavy;
 		uint32_t *lv = malloc(n * 4), *rl = malloc(n * 4);
 		if (!b.level || !b.cur || !b.next || !b.next_n || !lv || !rl) {
@@ -412,7 +422,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			b.depth = 0;
 			double t0 = cli_now(), last_progress = t0;
 			while (b.cur_n) {
-				uint64_t nn = 0;
+				struct gv_counters cv = {0};
 				const int scan = o->frontier == FRONTIER_SCAN ||
 						 (o->frontier == FRONTIER_AUTO && b.cur_n >= n / SCAN_FRACTION);
 				if (scan)
@@ -421,25 +431,22 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 					r->levels_queue++;
 				if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
-					if ((rc = graph_gpu_bfs_level(&gv, &b, scan, &nn)))
+					if ((rc = graph_gpu_bfs_level(&gv, &b, scan, ctr, &cv)))
 						goto out_bfs;
 #endif
 				} else {
-					*b.next_n = 0;
-					*b.heavy.n = 0;
+					ctr->next_n = ctr->heavy_n = 0;
 					struct cpu_walk c = {&gv, &b, NULL, cpu_per(n)};
 					if (scan)
 						bam_cpu_launch((n + c.per - 1) / c.per, cpu_workers(), cpu_range_fn, &c);
 					else
 						bam_cpu_launch(b.cur_n, cpu_workers(), cpu_bfs_fn, &c);
-					bam_cpu_launch(*b.heavy.n, cpu_workers(), cpu_chunk_fn, &c);
-					nn = *b.next_n;
+					bam_cpu_launch(ctr->heavy_n, cpu_workers(), cpu_chunk_fn, &c);
+					cv = *ctr;
 				}
-				uint32_t e = 0;
-				uint64_t hn = 0;
-				state_get(&gm, &e, err_word, 4);
-				state_get(&gm, &hn, heavy.n, 8);
-				r->chunks += hn;
+				const uint32_t e = cv.error;
+				const uint64_t nn = cv.next_n;
+				r->chunks += cv.heavy_n;
 				if (e) {
 					fprintf(stderr, "bfs: source %llu, level %u: %s\n", (unsigned long long)src, b.depth,
 						bam_strerror(-(int)e));
@@ -494,7 +501,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	} else {
 		struct cc_state c = {0};
 		c.label = s1 = state_alloc(&gm, n * 8);
-		c.changed = s4 = state_alloc(&gm, 4);
+		c.changed = &ctr->changed;
 		c.heavy = heavy;
 		uint64_t *lab = malloc(n * 8), *rlab = NULL;
 		if (!c.label || !c.changed || !lab) {
@@ -508,27 +515,25 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		double t0 = cli_now();
 		uint32_t changed = 1;
 		while (changed) {
-			changed = 0;
+			struct gv_counters cv = {0};
 			if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
-				if ((rc = graph_gpu_cc_iter(&gv, &c, &changed)))
+				if ((rc = graph_gpu_cc_iter(&gv, &c, ctr, &cv)))
 					break;
 #endif
 			} else {
-				*c.changed = 0;
-				*c.heavy.n = 0;
+				ctr->changed = 0;
+				ctr->heavy_n = 0;
 				uint32_t w = cpu_workers();
 				struct cpu_walk cc = {&gv, NULL, &c, cpu_per(n)};
 				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_range_fn, &cc);
-				bam_cpu_launch(*c.heavy.n, w, cpu_chunk_fn, &cc);
+				bam_cpu_launch(ctr->heavy_n, w, cpu_chunk_fn, &cc);
 				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_jump_fn, &cc);
-				changed = *c.changed;
+				cv = *ctr;
 			}
-			uint32_t e = 0;
-			uint64_t hn = 0;
-			state_get(&gm, &e, err_word, 4);
-			state_get(&gm, &hn, heavy.n, 8);
-			r->chunks += hn;
+			changed = cv.changed;
+			const uint32_t e = cv.error;
+			r->chunks += cv.heavy_n;
 			if (e) {
 				fprintf(stderr, "cc: iteration %u: %s\n", r->iterations, bam_strerror(-(int)e));
 				rc = -(int)e;
@@ -586,10 +591,8 @@ out:
 	state_free(&gm, s1);
 	state_free(&gm, s2);
 	state_free(&gm, s3);
-	state_free(&gm, s4);
 	state_free(&gm, s5);
-	state_free(&gm, s6);
-	state_free(&gm, err_word);
+	state_free(&gm, ctr);
 	if (mem_kind == -2) {
 		free(off_mem);
 		free(edge_mem);

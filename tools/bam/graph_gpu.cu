@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* GPU side of bam bfs / bam cc: kernels over graph_kern.h and baseline memory. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <cuda_runtime.h>
@@ -77,6 +78,13 @@ __global__ void cc_jump_kernel(uint64_t n, struct cc_state c)
 		cc_jump(&c, v);
 }
 
+static unsigned blocks_for(uint64_t warps);
+/* blocks of a launch for this many warps' worth of work on g (bounded by g->max_warps) */
+static unsigned grid(const struct graph_view *g, uint64_t warps)
+{
+	return blocks_for(g->max_warps && warps > g->max_warps ? g->max_warps : warps);
+}
+
 static unsigned blocks_for(uint64_t warps)
 {
 	/* enough resident warps to keep many I/Os in flight; grid-stride beyond that */
@@ -85,45 +93,48 @@ static unsigned blocks_for(uint64_t warps)
 	return (unsigned)(b < 1 ? 1 : (b > max ? max : b));
 }
 
-extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, uint64_t *next_n)
+/* reset the counters (not the sticky error), run the step, read the counters back */
+static int step_end(cudaStream_t s, struct gv_counters *dev, struct gv_counters *out, const char *what)
 {
-	cudaStream_t s = stream();
-	/* copies, not memsets: a device memset may synchronise with the emulator's
-	 * persistent kernel (CUDA Programming Guide, "Implicit Synchronization") */
-	static const uint64_t zero8 = 0;
-	cudaMemcpyAsync(b->next_n, &zero8, 8, cudaMemcpyHostToDevice, s);
-	cudaMemcpyAsync(b->heavy.n, &zero8, 8, cudaMemcpyHostToDevice, s);
-	if (scan)
-		bfs_scan_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *b);
-	else
-		bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
-	bfs_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
-	cudaMemcpyAsync(next_n, b->next_n, 8, cudaMemcpyDeviceToHost, s);
+	cudaMemcpyAsync(out, dev, sizeof(*out), cudaMemcpyDeviceToHost, s);
 	cudaError_t e = cudaStreamSynchronize(s);
 	if (e != cudaSuccess) {
-		fprintf(stderr, "bam: BFS kernel failed: %s\n", cudaGetErrorString(e));
+		fprintf(stderr, "bam: %s kernel failed: %s\n", what, cudaGetErrorString(e));
 		return -EIO;
 	}
 	return 0;
 }
 
-extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, uint32_t *changed)
+static void step_begin(cudaStream_t s, struct gv_counters *dev)
+{
+	/* a copy, not a memset: a device memset may synchronise with the emulator's
+	 * persistent kernel (CUDA Programming Guide, "Implicit Synchronization") */
+	static const struct gv_counters zero = {0, 0, 0, 0};
+	cudaMemcpyAsync(dev, &zero, offsetof(struct gv_counters, error), cudaMemcpyHostToDevice, s);
+}
+
+extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *dev,
+				   struct gv_counters *out)
 {
 	cudaStream_t s = stream();
-	static const uint32_t zero4 = 0;
-	static const uint64_t zero8 = 0;
-	cudaMemcpyAsync(c->changed, &zero4, 4, cudaMemcpyHostToDevice, s);
-	cudaMemcpyAsync(c->heavy.n, &zero8, 8, cudaMemcpyHostToDevice, s);
-	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
-	cc_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
+	step_begin(s, dev);
+	if (scan)
+		bfs_scan_kernel<<<grid(g, g->n), 256, 0, s>>>(*g, *b);
+	else
+		bfs_kernel<<<grid(g, b->cur_n), 256, 0, s>>>(*g, *b);
+	bfs_chunk_kernel<<<grid(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
+	return step_end(s, dev, out, "BFS");
+}
+
+extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
+				 struct gv_counters *out)
+{
+	cudaStream_t s = stream();
+	step_begin(s, dev);
+	cc_kernel<<<grid(g, g->n), 256, 0, s>>>(*g, *c);
+	cc_chunk_kernel<<<grid(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_jump_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
-	cudaMemcpyAsync(changed, c->changed, 4, cudaMemcpyDeviceToHost, s);
-	cudaError_t e = cudaStreamSynchronize(s);
-	if (e != cudaSuccess) {
-		fprintf(stderr, "bam: CC kernel failed: %s\n", cudaGetErrorString(e));
-		return -EIO;
-	}
-	return 0;
+	return step_end(s, dev, out, "CC");
 }
 
 extern "C" void *bam_gpu_alloc(int kind, uint64_t bytes);

@@ -30,6 +30,17 @@ struct graph_view {
 	const uint64_t *off_p;
 	const void *edge_p;
 	uint32_t *error;              /* sticky: first negative errno, as positive */
+	uint32_t max_warps;           /* 0: any; through bam: a bound so that the lines in
+	                               * use at once stay well below the cache's lines */
+};
+
+/* The counters of one BFS level or CC iteration, one block in target memory, so one
+ * copy resets them (all but error) and one copy reads them back. */
+struct gv_counters {
+	uint64_t next_n;              /* BFS: vertices appended to the next frontier */
+	uint64_t heavy_n;             /* chunks queued (struct gv_heavy) */
+	uint32_t changed;             /* CC: a label moved */
+	uint32_t error;               /* graph_view.error points here */
 };
 
 /* A piece of one long neighbour list, [s, e) of the edge array, for vertex v. */
