@@ -45,13 +45,16 @@ __device__ static inline void warp_copy(uint8_t *dst, const uint8_t *src, uint32
 		uint4 *d = (uint4 *)dst;
 		uint32_t n = len >> 4;
 		uint32_t i = lane;
-		/* 4 independent 16-byte loads in flight per lane before the stores */
-		for (; i + 96 < n; i += 128) {
-			uint4 a = s[i], b = s[i + 32], c = s[i + 64], e = s[i + 96];
-			d[i] = a;
-			d[i + 32] = b;
-			d[i + 64] = c;
-			d[i + 96] = e;
+		/* 8 independent 16-byte loads in flight per lane before the stores: a
+		 * 4 KiB segment in one round trip */
+		for (; i + 224 < n; i += 256) {
+			uint4 v[8];
+#pragma unroll
+			for (int r = 0; r < 8; r++)
+				v[r] = s[i + 32 * r];
+#pragma unroll
+			for (int r = 0; r < 8; r++)
+				d[i + 32 * r] = v[r];
 		}
 		for (; i < n; i += 32)
 			d[i] = s[i];
@@ -62,6 +65,54 @@ __device__ static inline void warp_copy(uint8_t *dst, const uint8_t *src, uint32
 				dst[i + k] = src[i + k];
 		}
 	}
+}
+
+/*
+ * Copy the data of a batch of n commands (lane j < n holds SQE j, its transfer size
+ * and validation status) with the loads of several commands in flight at once: each
+ * lane keeps 8 16-byte loads outstanding per round, so a round moves one 4 KiB command
+ * or eight 512 B commands at the cost of one PCIe round trip instead of eight. Only
+ * when every command of the batch is a valid read or write of the same size B in
+ * {512, 1024, 2048, 4096} with a single PRP1 segment (its page offset + B within one
+ * memory page, Base spec 4.3) and 16-byte aligned addresses; returns 0 without copying
+ * anything otherwise (the caller's per-command loop then handles the batch).
+ */
+__device__ static int batch_copy(const struct emu_ctrl *c, const struct nvme_sqe *s, uint32_t bytes, uint16_t st,
+				 uint32_t n, uint32_t lane)
+{
+	const uint32_t full = 0xffffffffu;
+	uint64_t src = 0, dst = 0;
+	int ok = 1;
+	if (lane < n) {
+		const uint64_t off = nvme_sqe_slba(s) << c->lba_shift;
+		ok = !st && (s->opc == NVME_CMD_READ || s->opc == NVME_CMD_WRITE) && s->prp1 &&
+		     (s->prp1 & (NVME_PAGE_SIZE - 1)) + bytes <= NVME_PAGE_SIZE && ((s->prp1 | off) & 15u) == 0;
+		src = s->opc == NVME_CMD_READ ? (uint64_t)(uintptr_t)(c->media + off) : s->prp1;
+		dst = s->opc == NVME_CMD_READ ? s->prp1 : (uint64_t)(uintptr_t)(c->media + off);
+	}
+	const uint32_t b = __shfl_sync(full, bytes, 0);
+	if (!__all_sync(full, ok && (lane >= n || bytes == b)) || (b != 512 && b != 1024 && b != 2048 && b != 4096))
+		return 0;
+	const uint32_t per = b >> 9; /* 16-byte words per lane per command: 1, 2, 4 or 8 */
+	const uint32_t k = 8 / per;  /* commands per round */
+	for (uint32_t j0 = 0; j0 < n; j0 += k) {
+		uint4 v[8];
+#pragma unroll
+		for (uint32_t r = 0; r < 8; r++) {
+			const uint32_t j = j0 + r / per;
+			const uint4 *sp = (const uint4 *)(uintptr_t)__shfl_sync(full, (unsigned long long)src, j & 31u);
+			if (j < n)
+				v[r] = sp[(r % per) * 32 + lane];
+		}
+#pragma unroll
+		for (uint32_t r = 0; r < 8; r++) {
+			const uint32_t j = j0 + r / per;
+			uint4 *dp = (uint4 *)(uintptr_t)__shfl_sync(full, (unsigned long long)dst, j & 31u);
+			if (j < n)
+				dp[(r % per) * 32 + lane] = v[r];
+		}
+	}
+	return 1;
 }
 
 /* Serve one queue: at most 32 commands. Returns the number executed. */
@@ -121,8 +172,10 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 			st = emu_inject(c, &s, id, &drop, &extra);
 	}
 	__syncwarp();
-	/* data movement, one command at a time with the whole warp */
-	for (uint32_t j = 0; j < n; j++) {
+	/* data movement: several small commands at once when the batch allows it, else
+	 * one command at a time with the whole warp */
+	const uint32_t jfirst = batch_copy(c, &s, bytes, st, n, lane) ? n : 0;
+	for (uint32_t j = jfirst; j < n; j++) {
 		uint32_t jbytes = __shfl_sync(0xffffffffu, bytes, j);
 		uint16_t jst = (uint16_t)__shfl_sync(0xffffffffu, (uint32_t)st, j);
 		if (jst || !jbytes)
