@@ -154,6 +154,27 @@ BAM_HD_INLINE void bam_qp_ring(const struct bam_qpair *qp, uint32_t *doorbell, u
 		bam_store_release_gpu_u32(doorbell, v);
 }
 
+/* Pause between two polls of the CQ by a waiter. A CQ in GPU memory (the emulator)
+ * is polled about every 256 ns (bam_spin_pause). A CQ in host memory (sys_scope on
+ * the GPU: a host-side service such as the file back end posts the CQEs) costs a PCIe
+ * round trip per entry read, and thousands of waiting warps polling it that often
+ * load the PCIe link and the host memory so much that the service's own copies into
+ * GPU memory crawl: there, after four short pauses, it doubles from 512 ns up to
+ * 16 us, short against the tens of microseconds such a service takes per command. */
+BAM_HD_INLINE void bam_qp_poll_pause(const struct bam_qpair *qp, uint32_t iter)
+{
+#if BAM_ON_GPU
+	if (qp->sys_scope && iter >= 4) {
+		const uint32_t k = iter - 4 < 5 ? iter - 4 : 5;
+		__nanosleep(512u << k);
+		return;
+	}
+#else
+	(void)qp;
+#endif
+	bam_spin_pause(iter);
+}
+
 /* The same without ordering, for scanning many entries: a waiter that finds its CQE
  * issues one acquire fence (bam_qp_fence) before using what it read. One acquire
  * per scanned entry costs far more on the GPU. */
@@ -422,7 +443,7 @@ BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t de
 				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
 			return -ETIMEDOUT;
 		}
-		bam_spin_pause(iter++);
+		bam_qp_poll_pause(qp, iter++);
 	}
 }
 
