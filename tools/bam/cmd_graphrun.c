@@ -388,13 +388,6 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	state_put(&gm, ctr, &zero_ctr, sizeof(zero_ctr));
 	gv.error = &ctr->error;
 	heavy.n = &ctr->heavy_n;
-	if (o->mode == MODE_BAM) {
-		/* warps (CPU-target threads) that each hold a line at once: at most a quarter
-		 * of the cache's lines, so a line fetched for one is rarely evicted by the
-		 * others before it is used (a small cache thrashes otherwise) */
-		uint64_t lines = r->cache_bytes / r->line / 4;
-		gv.max_warps = (uint32_t)(lines < 32 ? 32 : lines > UINT32_MAX ? UINT32_MAX : lines);
-	}
 
 	double compute = 0;
 	if (!do_cc) {

@@ -78,13 +78,6 @@ __global__ void cc_jump_kernel(uint64_t n, struct cc_state c)
 		cc_jump(&c, v);
 }
 
-static unsigned blocks_for(uint64_t warps);
-/* blocks of a launch for this many warps' worth of work on g (bounded by g->max_warps) */
-static unsigned grid(const struct graph_view *g, uint64_t warps)
-{
-	return blocks_for(g->max_warps && warps > g->max_warps ? g->max_warps : warps);
-}
-
 static unsigned blocks_for(uint64_t warps)
 {
 	/* enough resident warps to keep many I/Os in flight; grid-stride beyond that */
@@ -119,10 +112,10 @@ extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state 
 	cudaStream_t s = stream();
 	step_begin(s, dev);
 	if (scan)
-		bfs_scan_kernel<<<grid(g, g->n), 256, 0, s>>>(*g, *b);
+		bfs_scan_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *b);
 	else
-		bfs_kernel<<<grid(g, b->cur_n), 256, 0, s>>>(*g, *b);
-	bfs_chunk_kernel<<<grid(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
+		bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
+	bfs_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
 	return step_end(s, dev, out, "BFS");
 }
 
@@ -131,8 +124,8 @@ extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c,
 {
 	cudaStream_t s = stream();
 	step_begin(s, dev);
-	cc_kernel<<<grid(g, g->n), 256, 0, s>>>(*g, *c);
-	cc_chunk_kernel<<<grid(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
+	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
+	cc_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_jump_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	return step_end(s, dev, out, "CC");
 }

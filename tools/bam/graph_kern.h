@@ -30,8 +30,6 @@ struct graph_view {
 	const uint64_t *off_p;
 	const void *edge_p;
 	uint32_t *error;              /* sticky: first negative errno, as positive */
-	uint32_t max_warps;           /* 0: any; through bam: a bound so that the lines in
-	                               * use at once stay well below the cache's lines */
 };
 
 /* The counters of one BFS level or CC iteration, one block in target memory, so one
