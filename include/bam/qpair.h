@@ -154,25 +154,34 @@ BAM_HD_INLINE void bam_qp_ring(const struct bam_qpair *qp, uint32_t *doorbell, u
 		bam_store_release_gpu_u32(doorbell, v);
 }
 
+/* Exponential back-off on the GPU: after four polls 256 ns apart, 512 ns doubling to
+ * 16 us. For waits whose end is far away or shared by many threads. CPU target:
+ * bam_spin_pause. */
+BAM_HD_INLINE void bam_qp_backoff(uint32_t iter)
+{
+#if BAM_ON_GPU
+	if (iter >= 4) {
+		const uint32_t k = iter - 4 < 5 ? iter - 4 : 5;
+		__nanosleep(512u << k);
+		return;
+	}
+#endif
+	bam_spin_pause(iter);
+}
+
 /* Pause between two polls of the CQ by a waiter. A CQ in GPU memory (the emulator)
  * is polled about every 256 ns (bam_spin_pause). A CQ in host memory (sys_scope on
  * the GPU: a host-side service such as the file back end posts the CQEs) costs a PCIe
  * round trip per entry read, and thousands of waiting warps polling it that often
  * load the PCIe link and the host memory so much that the service's own copies into
- * GPU memory crawl: there, after four short pauses, it doubles from 512 ns up to
- * 16 us, short against the tens of microseconds such a service takes per command. */
+ * GPU memory crawl: there the waiter backs off (bam_qp_backoff) up to 16 us, short
+ * against the tens of microseconds such a service takes per command. */
 BAM_HD_INLINE void bam_qp_poll_pause(const struct bam_qpair *qp, uint32_t iter)
 {
-#if BAM_ON_GPU
-	if (qp->sys_scope && iter >= 4) {
-		const uint32_t k = iter - 4 < 5 ? iter - 4 : 5;
-		__nanosleep(512u << k);
-		return;
-	}
-#else
-	(void)qp;
-#endif
-	bam_spin_pause(iter);
+	if (qp->sys_scope)
+		bam_qp_backoff(iter);
+	else
+		bam_spin_pause(iter);
 }
 
 /* The same without ordering, for scanning many entries: a waiter that finds its CQE
@@ -321,10 +330,14 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 		if (c < mask && bam_cas_acq_rel_gpu_u32(&qp->credits, c, c + 1) == c)
 			break;
 		if (c >= mask) {
-			bam_qpair_cq_try_advance(qp);
+			/* full: every waiter for a credit polls the same word, so with
+			 * thousands of them per queue pair they back off (bam_qp_backoff) and
+			 * only every fourth poll helps move the CQ head */
+			if ((iter & 3u) == 0)
+				bam_qpair_cq_try_advance(qp);
 			if (bam_qp_deadline_passed(deadline))
 				return -ETIMEDOUT;
-			bam_spin_pause(iter++);
+			bam_qp_backoff(iter++);
 		}
 	}
 
