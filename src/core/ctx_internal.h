@@ -51,6 +51,14 @@ void *bam_gpu_stream_new(void);
 int bam_gpu_copy_on(void *stream, void *dst, const void *src, uint64_t bytes);
 int bam_gpu_stream_wait(void *stream);
 void bam_gpu_stream_free(void *stream);
+/* Events marking the end of a batch of copies on such a stream: query returns 0 when
+ * the copies before the record are complete, 1 while they are not, -EIO on a CUDA
+ * error; wait blocks until complete (0 or -EIO). */
+void *bam_gpu_event_new(void);
+int bam_gpu_event_record(void *ev, void *stream);
+int bam_gpu_event_query(void *ev);
+int bam_gpu_event_wait(void *ev);
+void bam_gpu_event_free(void *ev);
 /* Persistent kernels register pause/resume hooks; calls that synchronise the device
  * run between bam_gpu_pause_all() and bam_gpu_resume_all() (nestable). */
 void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *));

@@ -218,6 +218,38 @@ void bam_gpu_stream_free(void *stream)
 		cudaStreamDestroy((cudaStream_t)stream);
 }
 
+void *bam_gpu_event_new(void)
+{
+	cudaEvent_t e = NULL;
+	return cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess ? (void *)e : NULL;
+}
+
+int bam_gpu_event_record(void *ev, void *stream)
+{
+	return cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream) == cudaSuccess ? 0 : -EIO;
+}
+
+int bam_gpu_event_query(void *ev)
+{
+	cudaError_t e = cudaEventQuery((cudaEvent_t)ev);
+	if (e == cudaSuccess)
+		return 0;
+	if (e == cudaErrorNotReady)
+		return 1;
+	return -EIO;
+}
+
+int bam_gpu_event_wait(void *ev)
+{
+	return cudaEventSynchronize((cudaEvent_t)ev) == cudaSuccess ? 0 : -EIO;
+}
+
+void bam_gpu_event_free(void *ev)
+{
+	if (ev)
+		cudaEventDestroy((cudaEvent_t)ev);
+}
+
 int bam_gpu_memset(void *dst, int c, uint64_t bytes)
 {
 	int rc = 0;

@@ -84,6 +84,8 @@ struct file_slot {
 	struct iovec iov[FILE_MAX_SEGS];
 };
 
+#define FILE_BATCHES 64 /* copy batches in flight per worker */
+
 struct file_be;
 struct file_worker {
 	struct file_be *fb;
@@ -97,7 +99,16 @@ struct file_worker {
 	uint32_t *free_slots, nfree;
 	uint8_t *stage;           /* nslots * FILE_MAX_XFER */
 	void *cs;                 /* GPU target: this worker's copy stream */
-	uint32_t *pend, npend;    /* reads whose copy-out is queued on cs, CQE not posted */
+	/* GPU target: reads whose copy-out is queued on cs, CQE not yet posted, in a ring
+	 * of nslots slot ids (a slot is in it at most once): [pend_head, pend_tail), as
+	 * free-running counters. The entries up to batch_end[k] form batch k, closed by
+	 * event ev[k] recorded on cs after its copies; batches in a FIFO of FILE_BATCHES,
+	 * [b_head, b_tail). The CQEs of a batch are posted once its event has completed
+	 * (polled, never waited for while other work is there), so the worker goes on
+	 * fetching and submitting while the copy engine works. */
+	uint32_t *pend, pend_head, pend_tail;
+	void *ev[FILE_BATCHES];
+	uint32_t batch_end[FILE_BATCHES], b_head, b_tail;
 	uint64_t *prp;            /* nslots * FILE_PRP_PAGES pages */
 	int leak;                 /* I/O still in the kernel at stop: keep its buffers */
 	pthread_t th;
@@ -669,20 +680,63 @@ static void post_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st)
 	wk->free_slots[wk->nfree++] = (uint32_t)(sl - wk->slots);
 }
 
-/* Wait for the queued copy-outs of this batch (one synchronisation for all of them),
- * then post their CQEs: the data is in place before each CQE. */
+/* Post the CQEs of pending entries up to 'end' with status st. */
+static void post_pending(struct file_worker *wk, uint32_t end, uint16_t st)
+{
+	for (; wk->pend_head != end; wk->pend_head++)
+		post_cmd(wk, &wk->slots[wk->pend[wk->pend_head % wk->nslots]], st);
+}
+
+/* Post the CQEs of the copy batches whose copies are complete, oldest first; with
+ * 'block', wait for all of them. The data is in place before each CQE. Returns the
+ * number of CQEs posted. */
+static uint32_t retire_batches(struct file_worker *wk, int block)
+{
+	uint32_t n0 = wk->pend_head;
+#ifdef BAM_HAVE_CUDA
+	while (wk->b_head != wk->b_tail) {
+		const uint32_t k = wk->b_head % FILE_BATCHES;
+		int q = block ? bam_gpu_event_wait(wk->ev[k]) : bam_gpu_event_query(wk->ev[k]);
+		if (q == 1)
+			break;
+		post_pending(wk, wk->batch_end[k], q ? ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) : 0);
+		wk->b_head++;
+	}
+#else
+	(void)block;
+#endif
+	return wk->pend_head - n0;
+}
+
+/* Close the batch of copy-outs queued since the last one: record its event (its CQEs
+ * are posted by retire_batches). With the FIFO full, the oldest batch is waited for
+ * first; if the event cannot be recorded, the stream is synchronised instead. */
 static void flush_pending(struct file_worker *wk)
 {
-	if (!wk->npend)
+	const uint32_t open_from = wk->b_head == wk->b_tail ? wk->pend_head
+							    : wk->batch_end[(wk->b_tail - 1) % FILE_BATCHES];
+	if (wk->pend_tail == open_from)
 		return;
-	uint16_t st = 0;
 #ifdef BAM_HAVE_CUDA
-	if (bam_gpu_stream_wait(wk->cs))
-		st = ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+	if (wk->b_tail - wk->b_head == FILE_BATCHES) {
+		const uint32_t k = wk->b_head % FILE_BATCHES;
+		int q = bam_gpu_event_wait(wk->ev[k]);
+		post_pending(wk, wk->batch_end[k], q ? ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) : 0);
+		wk->b_head++;
+	}
+	const uint32_t k = wk->b_tail % FILE_BATCHES;
+	if (bam_gpu_event_record(wk->ev[k], wk->cs) == 0) {
+		wk->batch_end[k] = wk->pend_tail;
+		wk->b_tail++;
+		return;
+	}
+	/* no event: the older batches, then this one, by one synchronisation */
+	uint16_t st = bam_gpu_stream_wait(wk->cs) ? ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) : 0;
+	retire_batches(wk, 1);
+	post_pending(wk, wk->pend_tail, st);
+#else
+	post_pending(wk, wk->pend_tail, 0);
 #endif
-	for (uint32_t k = 0; k < wk->npend; k++)
-		post_cmd(wk, &wk->slots[wk->pend[k]], st);
-	wk->npend = 0;
 }
 
 /* A command is done: a successful staged read first copies its data out (GPU target:
@@ -692,7 +746,7 @@ static void finish_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st
 	if (!st && sl->bounce && sl->sqe.opc == NVME_CMD_READ) {
 		st = stage_copy(wk, sl, 0, wk->cs == NULL);
 		if (!st && wk->cs) {
-			wk->pend[wk->npend++] = (uint32_t)(sl - wk->slots);
+			wk->pend[wk->pend_tail++ % wk->nslots] = (uint32_t)(sl - wk->slots);
 			return;
 		}
 	}
@@ -832,6 +886,7 @@ static void drain(struct file_worker *wk)
 {
 	uint64_t deadline = bam_time_ns() + 10000000000ull;
 	flush_pending(wk);
+	retire_batches(wk, 1);
 	io_uring_submit(&wk->ring);
 	while (wk->nfree < wk->nslots && bam_time_ns() < deadline) {
 		struct io_uring_cqe *cqe;
@@ -863,12 +918,15 @@ static void *worker_main(void *arg)
 		if (io_uring_sq_ready(&wk->ring))
 			io_uring_submit(&wk->ring); /* one system call for the batch */
 		did += reap(wk);
+		did += retire_batches(wk, 0);
 		if (did) {
 			idle = 0;
 			continue;
 		}
 		idle++;
-		if (wk->nfree == 0 || (wk->nfree < wk->nslots && idle > 64)) {
+		if (wk->b_head != wk->b_tail) {
+			bam_spin_pause(idle < 16 ? idle : 16); /* copies in flight: poll their events */
+		} else if (wk->nfree == 0 || (wk->nfree < wk->nslots && idle > 64)) {
 			/* I/O in flight and nothing new: sleep in the kernel until a
 			 * completion, bounded so the doorbells and stop are polled */
 			struct io_uring_cqe *cqe;
@@ -899,6 +957,10 @@ static void worker_free(struct file_be *fb, struct file_worker *wk)
 	wk->stage = NULL;
 	wk->prp = NULL;
 #ifdef BAM_HAVE_CUDA
+	for (uint32_t k = 0; k < FILE_BATCHES; k++) {
+		bam_gpu_event_free(wk->ev[k]);
+		wk->ev[k] = NULL;
+	}
 	bam_gpu_stream_free(wk->cs);
 #endif
 	wk->cs = NULL;
@@ -929,10 +991,15 @@ static int worker_init(struct file_be *fb, struct file_worker *wk)
 	wk->slots = calloc(ns, sizeof(*wk->slots));
 	wk->free_slots = calloc(ns, sizeof(uint32_t));
 	wk->pend = calloc(ns, sizeof(uint32_t));
-	wk->npend = 0;
+	wk->pend_head = wk->pend_tail = wk->b_head = wk->b_tail = 0;
 #ifdef BAM_HAVE_CUDA
-	if (fb->ctx->target == BAM_TARGET_GPU && !(wk->cs = bam_gpu_stream_new()))
-		return -ENOMEM;
+	if (fb->ctx->target == BAM_TARGET_GPU) {
+		if (!(wk->cs = bam_gpu_stream_new()))
+			return -ENOMEM;
+		for (uint32_t k = 0; k < FILE_BATCHES; k++)
+			if (!(wk->ev[k] = bam_gpu_event_new()))
+				return -ENOMEM;
+	}
 #endif
 	if (posix_memalign((void **)&wk->prp, 4096, (size_t)ns * FILE_PRP_PAGES * NVME_PAGE_SIZE))
 		wk->prp = NULL;
