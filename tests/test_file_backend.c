@@ -106,6 +106,12 @@ static int io(struct bam_ctx *ctx, uint32_t c, uint8_t opc, uint64_t slba, uint3
 	}
 	int rc = bam_dev_io(d, c, slba, opc, slba, nlb, (uintptr_t)buf, (uintptr_t)list, st);
 	free(list);
+	if (rc == -ETIMEDOUT) {
+		/* not expected: leave the queues' and service threads' state in the log */
+		fprintf(stderr, "io: controller %u opcode %u SLBA %llu timed out; back-end state:\n", c, opc,
+			(unsigned long long)slba);
+		bam_ctx_dump(ctx, stderr);
+	}
 	return rc;
 }
 
