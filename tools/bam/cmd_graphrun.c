@@ -67,7 +67,7 @@ struct gres {
 	uint32_t levels_max;
 	uint32_t levels_scan, levels_queue; /* BFS levels expanded each way, all sources */
 	uint64_t chunks;      /* chunks of long neighbour lists walked (graph_kern.h, GV_CHUNK) */
-	uint32_t iterations;
+	uint32_t passes;      /* CC: passes over the arcs (1) */
 	uint64_t components;
 	uint32_t runs;
 	int verified;         /* 1 ok, 0 not checked, -1 mismatch */
@@ -141,11 +141,11 @@ static void cpu_chunk_fn(void *arg, uint64_t k)
 	struct cpu_walk *c = arg;
 	chunk_warp(c->g, c->b, c->c, k, 0, 1);
 }
-static void cpu_jump_fn(void *arg, uint64_t t)
+static void cpu_flatten_fn(void *arg, uint64_t t)
 {
 	struct cpu_walk *c = arg;
 	for (uint64_t v = t * c->per; v < (t + 1) * c->per && v < c->g->n; v++)
-		cc_jump(c->c, v);
+		cc_flatten(c->c, v);
 }
 
 static uint32_t cpu_workers(void)
@@ -506,12 +506,12 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			lab[v] = v;
 		state_put(&gm, c.label, lab, n * 8);
 		double t0 = cli_now();
-		uint32_t changed = 1;
-		while (changed) {
+		/* one pass (graph_kern.h: union-find over all arcs, then flattening) */
+		do {
 			struct gv_counters cv = {0};
 			if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
-				if ((rc = graph_gpu_cc_iter(&gv, &c, ctr, &cv)))
+				if ((rc = graph_gpu_cc_pass(&gv, &c, ctr, &cv)))
 					break;
 #endif
 			} else {
@@ -521,27 +521,24 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				struct cpu_walk cc = {&gv, NULL, &c, cpu_per(n)};
 				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_range_fn, &cc);
 				bam_cpu_launch(ctr->heavy_n, w, cpu_chunk_fn, &cc);
-				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_jump_fn, &cc);
+				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_flatten_fn, &cc);
 				cv = *ctr;
 			}
-			changed = cv.changed;
 			const uint32_t e = cv.error;
 			r->chunks += cv.heavy_n;
 			if (e) {
-				fprintf(stderr, "cc: iteration %u: %s\n", r->iterations, bam_strerror(-(int)e));
+				fprintf(stderr, "cc: %s\n", bam_strerror(-(int)e));
 				rc = -(int)e;
 				break;
 			}
-			r->iterations++;
-			if (!o->quiet && !o->json && cli_now() - t0 > 2.0)
-				fprintf(stderr, "cc: iteration %u, %.1f s\n", r->iterations, cli_now() - t0);
-		}
+			r->passes++;
+		} while (0);
 		compute = cli_now() - t0;
 		if (!rc) {
 			state_get(&gm, lab, c.label, n * 8);
 			for (uint64_t v = 0; v < n; v++)
 				r->components += lab[v] == v;
-			r->edges_traversed = m * r->iterations;
+			r->edges_traversed = m * r->passes;
 			r->runs = 1;
 			r->verified = o->verify ? 1 : 0;
 			if (o->verify) {
@@ -622,7 +619,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 		cJSON_AddNumberToObject(j, "end_to_end_s", r->e2e_s);
 		cJSON_AddNumberToObject(j, "edges_per_s", teps);
 		if (do_cc) {
-			cJSON_AddNumberToObject(j, "iterations", r->iterations);
+			cJSON_AddNumberToObject(j, "passes", r->passes);
 			cJSON_AddNumberToObject(j, "components", (double)r->components);
 		} else {
 			cJSON_AddNumberToObject(j, "max_levels", r->levels_max);
@@ -661,8 +658,8 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r)
 	printf("%s %s: mode=%s target=%s storage=%s\n", alg, o->graph, mode_names[o->mode], r->on_gpu ? "gpu" : "cpu",
 	       r->backend_desc);
 	if (do_cc)
-		printf("  components=%llu iterations=%u compute=%.3f s (%.3g edges/s)\n", (unsigned long long)r->components,
-		       r->iterations, r->compute_s, teps);
+		printf("  components=%llu passes over the arcs=%u compute=%.3f s (%.3g edges/s)\n",
+		       (unsigned long long)r->components, r->passes, r->compute_s, teps);
 	else
 		printf("  sources=%u compute=%.3f s (%.4f s per source) max levels=%u traversed edges/s=%.3g\n"
 		       "  frontier=%s: %u levels by scan of the level array, %u by queue (all sources)\n",

@@ -72,10 +72,10 @@ __global__ void cc_chunk_kernel(struct graph_view g, struct cc_state c)
 		chunk_warp(&g, NULL, &c, k, threadIdx.x & 31u, 32);
 }
 
-__global__ void cc_jump_kernel(uint64_t n, struct cc_state c)
+__global__ void cc_flatten_kernel(uint64_t n, struct cc_state c)
 {
 	for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += (uint64_t)gridDim.x * blockDim.x)
-		cc_jump(&c, v);
+		cc_flatten(&c, v);
 }
 
 static unsigned blocks_for(uint64_t warps)
@@ -119,14 +119,14 @@ extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state 
 	return step_end(s, dev, out, "BFS");
 }
 
-extern "C" int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
+extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
 				 struct gv_counters *out)
 {
 	cudaStream_t s = stream();
 	step_begin(s, dev);
 	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
 	cc_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
-	cc_jump_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
+	cc_flatten_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	return step_end(s, dev, out, "CC");
 }
 
@@ -207,6 +207,6 @@ extern "C" int graph_gpu_prepare(void)
 	bfs_chunk_kernel<<<1, 32>>>(g, b);
 	cc_kernel<<<1, 32>>>(g, c);
 	cc_chunk_kernel<<<1, 32>>>(g, c);
-	cc_jump_kernel<<<1, 32>>>(0, c);
+	cc_flatten_kernel<<<1, 32>>>(0, c);
 	return cudaDeviceSynchronize() == cudaSuccess ? 0 : -EIO;
 }

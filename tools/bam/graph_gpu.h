@@ -12,9 +12,10 @@ BAM_EXTERN_C_BEGIN
  * the next frontier (appended to b->next). 0 or -EIO (a CUDA error, printed). */
 int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *dev,
 			struct gv_counters *out);
-/* One CC hooking sweep (then its chunks of long lists) + one pointer-jumping sweep;
- * counters as for graph_gpu_bfs_level, out->changed != 0 if labels moved. */
-int graph_gpu_cc_iter(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
+/* The CC pass: the union-find sweep over all arcs, its chunks of long lists, then the
+ * flattening sweep; counters as for graph_gpu_bfs_level, out->changed != 0 if trees
+ * were linked. */
+int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
 		      struct gv_counters *out);
 /* Memory for the baselines: kind 0 = cudaMalloc, 1 = pinned host (cudaHostAlloc
  * mapped), 2 = cudaMallocManaged (refused if larger than the GPU's free memory). */

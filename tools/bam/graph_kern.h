@@ -10,11 +10,15 @@
  * lanes striding over the vertex's neighbour list (paper: "BFS assigns one warp per
  * frontier vertex"). Large frontiers: the frontier is read from the level array in
  * vertex order ("scan", as CC), which reads the edge array in order (walk_range).
- * CC: min-label propagation over every arc in both directions plus pointer jumping,
- * scanning all vertices each iteration (the paper's more irregular pattern), each warp
- * a contiguous range of vertices; labels
- * converge to the smallest vertex id of each weakly connected component, the
- * convention of bam_ref_cc.
+ * CC: one pass over every vertex and arc (the paper's more irregular pattern), each
+ * warp a contiguous range of vertices, joining the two ends of each arc in a lock-free
+ * union-find forest (the label array: a vertex's label is a smaller id of its
+ * component, a root's is itself; the larger root is linked under the smaller by CAS,
+ * paths are halved on the way), then one flattening sweep: every label becomes its
+ * root, the smallest vertex id of the weakly connected component, the convention of
+ * bam_ref_cc. One pass suffices because every arc joins its ends' trees when it is
+ * read; label propagation needed a full pass per iteration plus one to see nothing
+ * change (4 on a Kronecker graph of scale 26).
  */
 #ifndef BAM_GRAPH_KERN_H
 #define BAM_GRAPH_KERN_H
@@ -172,9 +176,44 @@ BAM_HD_INLINE void gv_edges_done(const struct graph_view *g, struct bam_line *h,
 	bam_array_count_accesses(g->edge_a, n - gets);
 }
 
+/* Root of x in the union-find forest of CC labels (each label a smaller id of the
+ * same component, a root's its own), halving the path on the way: a non-root's label
+ * is only ever replaced by one of its ancestors, so concurrent finds and links keep
+ * the forest valid. */
+BAM_HD_INLINE uint64_t cc_find(uint64_t *label, uint64_t x)
+{
+	for (;;) {
+		const uint64_t p = bam_load_relaxed_u64(&label[x]);
+		if (p == x)
+			return x;
+		const uint64_t gp = bam_load_relaxed_u64(&label[p]);
+		if (gp == p)
+			return p;
+		bam_store_relaxed_u64(&label[x], gp);
+		x = gp;
+	}
+}
+
+/* Join the trees of v and u: the larger root is linked under the smaller (CAS on the
+ * root's own label, so a root linked meanwhile by another thread is seen and the
+ * join retried from the new roots). Returns 1 if this call linked two trees. */
+BAM_HD_INLINE int cc_union(uint64_t *label, uint64_t v, uint64_t u)
+{
+	uint64_t a = cc_find(label, v), b = cc_find(label, u);
+	while (a != b) {
+		const uint64_t hi = a > b ? a : b, lo = a > b ? b : a;
+		const uint64_t old = bam_cas_acq_rel_gpu_u64(&label[hi], hi, lo);
+		if (old == hi)
+			return 1;
+		a = cc_find(label, old);
+		b = cc_find(label, lo);
+	}
+	return 0;
+}
+
 /* The two algorithms' work per arc (v, u), u already checked < n. BFS (b set): an
- * unvisited u gets level depth + 1 and joins the next frontier. CC (c set): hook v and
- * u both ways to the smaller label; returns 1 if a label moved. */
+ * unvisited u gets level depth + 1 and joins the next frontier. CC (c set): join the
+ * trees of v and u; returns 1 if two trees were linked. */
 BAM_HD_INLINE int arc_do(struct bfs_state *b, struct cc_state *c, uint64_t v, uint64_t u)
 {
 	if (b) {
@@ -186,12 +225,7 @@ BAM_HD_INLINE int arc_do(struct bfs_state *b, struct cc_state *c, uint64_t v, ui
 		}
 		return 0;
 	}
-	uint64_t lv = bam_load_relaxed_u64(&c->label[v]), lu = bam_load_relaxed_u64(&c->label[u]);
-	if (lu < lv)
-		return bam_fetch_min_relaxed_gpu_u64(&c->label[v], lu) > lu;
-	if (lv < lu)
-		return bam_fetch_min_relaxed_gpu_u64(&c->label[u], lv) > lv;
-	return 0;
+	return cc_union(c->label, v, u);
 }
 
 /* Arcs [s, e) of vertex v by the calling warp (lane, wsize), through line handle h
@@ -380,16 +414,13 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
 		bam_store_relaxed_u32(c->changed, 1);
 }
 
-/* Pointer jumping: label[v] = label[label[v]] (labels are vertex ids of the same
- * component, so this only shortens the way to the minimum). */
-BAM_HD_INLINE void cc_jump(struct cc_state *c, uint64_t v)
+/* Flattening, after the pass: label[v] = its root (no links happen any more, so the
+ * root found is final; concurrent halving by other threads only shortens paths). */
+BAM_HD_INLINE void cc_flatten(struct cc_state *c, uint64_t v)
 {
-	uint64_t l = bam_load_relaxed_u64(&c->label[v]);
-	uint64_t ll = bam_load_relaxed_u64(&c->label[l]);
-	if (ll < l) {
-		bam_fetch_min_relaxed_gpu_u64(&c->label[v], ll);
-		bam_store_relaxed_u32(c->changed, 1);
-	}
+	const uint64_t r = cc_find(c->label, v);
+	if (bam_load_relaxed_u64(&c->label[v]) != r)
+		bam_store_relaxed_u64(&c->label[v], r);
 }
 
 #endif /* BAM_GRAPH_KERN_H */
