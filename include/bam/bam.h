@@ -136,7 +136,8 @@ BAM_API int bam_mem_set(struct bam_ctx *ctx, void *dst, int c, uint64_t bytes);
 
 /* Run fn(arg, tid) for tid in [0, nthreads) on 'nworkers' host threads (0 = one per
  * logical thread, at most 1024). Each host thread runs its logical threads one after
- * another; blocks until all return. Returns 0 or -ENOMEM/-EAGAIN (thread creation). */
+ * another (with one worker: the calling thread itself); blocks until all return.
+ * Returns 0 or -ENOMEM/-EAGAIN (thread creation). */
 BAM_API int bam_cpu_launch(uint64_t nthreads, uint32_t nworkers,
 			   void (*fn)(void *arg, uint64_t tid), void *arg);
 

@@ -33,6 +33,13 @@ int bam_cpu_launch(uint64_t nthreads, uint32_t nworkers, void (*fn)(void *arg, u
 	if (nworkers == 0 || nworkers > nthreads)
 		nworkers = nthreads > 1024 ? 1024 : (uint32_t)nthreads;
 	struct launch l = {nthreads, nworkers, fn, arg};
+	if (nworkers == 1) {
+		/* one worker: the calling thread, no thread to create (a BFS level of a long
+		 * path is one vertex: creating a thread per level dominated such runs) */
+		struct worker w0 = {&l, 0};
+		run(&w0);
+		return 0;
+	}
 	pthread_t *th = calloc(nworkers, sizeof(*th));
 	struct worker *wk = calloc(nworkers, sizeof(*wk));
 	if (!th || !wk) {

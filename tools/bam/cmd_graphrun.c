@@ -150,9 +150,13 @@ static void cpu_flatten_fn(void *arg, uint64_t t)
 
 static uint32_t cpu_workers(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	/* threads block on I/O: more of them than cores keeps the queues busy */
-	return (uint32_t)(n > 0 ? n * 4 : 8);
+	static uint32_t w; /* sysconf reads /sys each time: once per run, not per level */
+	if (!w) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		/* threads block on I/O: more of them than cores keeps the queues busy */
+		w = (uint32_t)(n > 0 ? n * 4 : 8);
+	}
+	return w;
 }
 
 /* vertices per CPU-target range: 16 ranges per worker */
@@ -432,8 +436,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 					struct cpu_walk c = {&gv, &b, NULL, cpu_per(n)};
 					if (scan)
 						bam_cpu_launch((n + c.per - 1) / c.per, cpu_workers(), cpu_range_fn, &c);
-					else
-						bam_cpu_launch(b.cur_n, cpu_workers(), cpu_bfs_fn, &c);
+					else /* at least 8 frontier vertices per host thread: a thread
+					      * created per vertex of a small level cost more than it */
+						bam_cpu_launch(b.cur_n, b.cur_n / 8 < cpu_workers() ? (uint32_t)(b.cur_n / 8 + 1) : cpu_workers(),
+							       cpu_bfs_fn, &c);
 					bam_cpu_launch(ctr->heavy_n, cpu_workers(), cpu_chunk_fn, &c);
 					cv = *ctr;
 				}
