@@ -61,5 +61,19 @@ for cmd in "bfs --source=5 --frontier=queue" "bfs --source=20050 --frontier=scan
   c=$("$BAM" $cmd "$W/hubs.bcsr" --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["long_list_chunks"])')
   if [ "${c%.*}" -gt 0 ]; then pass=$((pass + 1)); echo "ok: $cmd walked $c chunks"; else fail=$((fail + 1)); echo "FAIL: $cmd walked no chunks"; fi
 done
+# refusals name the real problem
+refuse() { # description, expected text, command...
+  local d=$1 want=$2; shift 2
+  if ! "$@" --quiet --target=cpu >"$W/out" 2>&1 && grep -q -- "$want" "$W/out"; then
+    pass=$((pass + 1)); echo "ok: $d"
+  else
+    fail=$((fail + 1)); echo "FAIL: $d (wanted '$want')"; cat "$W/out"
+  fi
+}
+k=$W/kron12s.bcsr
+refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=scan
+refuse "--sources out of range states the range" "from 1 to 1048576" "$BAM" bfs "$k" --sources=2000000
+refuse "lines smaller than the LBA: the line size is named" "line size 512 is not a multiple" "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512
+refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" --backend=file:"$W/no/such/dir/x.dat",size=64M
 echo "graph algorithms: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

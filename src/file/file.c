@@ -258,7 +258,8 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	}
 	if (fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "file: %s: %s%s", path, strerror(e), e == ENOENT ? " (give size= to create it)" : "");
+		snprintf(err, errlen, "file: %s: %s%s", path, strerror(e),
+			 e != ENOENT ? "" : cfg->size ? " (its directory does not exist)" : " (give size= to create it)");
 		return -EIO; /* bam_ctx_open's "a controller failed to initialise" */
 	}
 	fc->fd_buf = fd;

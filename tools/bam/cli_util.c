@@ -24,6 +24,10 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 	}
 	uint64_t count = cli_backend_count(backend);
 	uint64_t per = (total + count - 1) / count;
+	/* whole lines, and whole 4 KiB blocks: a multiple of any LBA size (512 or 4096) the
+	 * back-end string may ask for, so a line/LBA mismatch is reported as such */
+	if (align < 4096)
+		align = 4096;
 	per = (per + align - 1) / align * align;
 	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
 }

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 /* For an "emu" back-end string without size= or path=, append size=<per_ctrl>
- * (per_ctrl = ceil(total / count), rounded up to 'align'). Other strings are copied. */
+ * (per_ctrl = ceil(total / count), rounded up to a multiple of align and of 4096).
+ * Other strings are copied. */
 void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
 /* Number of controllers an "emu" string asks for (count=), else 1. */
 uint32_t cli_backend_count(const char *backend);

@@ -44,6 +44,7 @@ struct gopts {
 	uint32_t qpairs, workers;
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
+	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
 
 /* BFS frontier: a queue of vertices in discovery order, or a scan of the level array in
@@ -79,6 +80,7 @@ static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
 		"usage: bam %s GRAPH [options]     (GRAPH: a bam CSR file from 'bam graph import')\n"
+		"%s"
 		"  --mode=M           bam (default), host, gpu, uvm (baselines; gpu/uvm need a GPU)\n"
 		"  --backend=STR      storage for --mode=bam (default emu: the emulated NVMe SSD)\n"
 		"  --cache-size=SIZE  cache bytes (default: 1/8 of the edge array, at least 1 MiB)\n"
@@ -90,12 +92,17 @@ static void usage(FILE *f, const char *cmd)
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
-		strcmp(cmd, "bfs") ? "" : "  --sources=N        BFS sources: N random vertices with >= 2 neighbours (default 32)\n"
+		strcmp(cmd, "bfs") ? "Connected components: weakly connected (arcs taken in both directions).\n"
+				   : "Breadth-first search along out-arcs from each source; levels per vertex.\n",
+		strcmp(cmd, "bfs") ? "" : "  --sources=N        BFS sources: N random vertices with >= 2 out-neighbours\n"
+					  "                     (default 32; 1 to 1048576; fewer if fewer qualify)\n"
 					  "  --source=V         one given source vertex\n"
 					  "  --seed=N           seed of the source choice (default 1)\n"
-					  "  --frontier=F       auto (default), queue or scan: how a level finds its\n"
-					  "                     frontier (queue: discovery order; scan: the level array\n"
-					  "                     in vertex order; auto: scan from 1/256 of the vertices)\n");
+					  "  --frontier=F       how a level finds its frontier: queue (the vertices found\n"
+					  "                     by the level before, in discovery order), scan (the level\n"
+					  "                     array in vertex order: edges read in order, but every level\n"
+					  "                     reads all n levels, slow on long thin graphs) or auto\n"
+					  "                     (default: scan when the frontier holds >= n/256 vertices)\n");
 }
 
 /* read a byte range of the graph file */
@@ -295,7 +302,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			sources[0] = (uint64_t)o->source;
 			nsrc = 1;
 		} else if ((rc = bam_graph_pick_sources(&ref, want, o->seed, sources, &nsrc)) || nsrc == 0) {
-			fprintf(stderr, "bfs: no vertex with at least two neighbours to start from\n");
+			fprintf(stderr, "bfs: no vertex with at least two out-neighbours to start from: give one with --source=V\n");
 			goto out;
 		}
 	}
@@ -487,8 +494,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				}
 			}
 			if (!o->quiet && !o->json && (nsrc > 1 && (compute > 2.0 || si + 1 == nsrc)))
-				fprintf(stderr, "bfs: %u/%u sources, %.3f s for source %llu (%u levels)\n", si + 1, nsrc, dt,
-					(unsigned long long)src, b.depth);
+				fprintf(stderr, "bfs: source %u/%u done (vertex %llu: %.3f s, %u levels)\n", si + 1, nsrc,
+					(unsigned long long)src, dt, b.depth);
 			r->runs++;
 		}
 		rc = 0;
@@ -731,9 +738,15 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			}
 			o->line = (uint32_t)v;
 			break;
-		case 'n': if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) goto bad; break;
-		case 's': if (cli_u64(optarg, 0, INT64_MAX, &v)) goto bad; o->source = (int64_t)v; break;
-		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o->seed)) goto bad; break;
+		case 'n':
+			if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) {
+				fprintf(stderr, "%s: --sources=%s: a count from 1 to 1048576\n", cmd, optarg);
+				return 2;
+			}
+			o->bfs_only = "--sources";
+			break;
+		case 's': if (cli_u64(optarg, 0, INT64_MAX, &v)) goto bad; o->source = (int64_t)v; o->bfs_only = "--source"; break;
+		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o->seed)) goto bad; o->bfs_only = "--seed"; break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) o->target = BAM_TARGET_GPU;
 			else if (!strcmp(optarg, "cpu")) o->target = BAM_TARGET_CPU;
@@ -750,6 +763,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			o->frontier = k;
+			o->bfs_only = "--frontier";
 			break;
 		}
 		case 'v': o->verify = 1; break;
@@ -781,6 +795,10 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 		return 2;
 	}
 	o.graph = argv[optind];
+	if (do_cc && o.bfs_only) {
+		fprintf(stderr, "cc: %s applies to bfs only\n", o.bfs_only);
+		return 2;
+	}
 	struct gres r;
 	rc = run_graph(&o, do_cc, &r);
 	if (rc == 0)
@@ -804,7 +822,7 @@ int bam_cmd_demo(int argc, char **argv)
 			       "BAM_SHARED_DATA defaulting to ../shared/data) into .work/NAME.bcsr, then run BFS\n"
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
-			       "Options as for bam bfs: --backend --cache-size --line-size --sources --seed --target\n"
+			       "Options as for bam bfs: --backend --cache-size --line-size --sources --seed --frontier --target\n"
 			       "--qpairs --ctrl-workers --timeout-ms --json --quiet\n");
 			return 0;
 		}
