@@ -75,5 +75,9 @@ refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=s
 refuse "--sources out of range states the range" "from 1 to 1048576" "$BAM" bfs "$k" --sources=2000000
 refuse "lines smaller than the LBA: the line size is named" "line size 512 is not a multiple" "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512
 refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" --backend=file:"$W/no/such/dir/x.dat",size=64M
+# emulated media in a file: created with size=, refused (and not created) without
+check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
+refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
+if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
 echo "graph algorithms: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -160,10 +160,13 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			snprintf(path, sizeof(path), "%s.%u", e->cfg.path, i);
 		else
 			snprintf(path, sizeof(path), "%s", e->cfg.path);
-		hc->fd = open(path, O_RDWR | O_CREAT, 0644);
+		/* created only when size= says how large: a missing file without it is an
+		 * error that leaves nothing behind */
+		hc->fd = open(path, O_RDWR | (e->cfg.size ? O_CREAT : 0), 0644);
 		if (hc->fd < 0) {
 			int rc = -errno;
-			snprintf(err, errlen, "emu: media file %s: %s", path, strerror(errno));
+			snprintf(err, errlen, "emu: media file %s: %s%s", path, strerror(errno),
+				 rc == -ENOENT ? " (give size= to create it)" : "");
 			return rc;
 		}
 		struct stat st;
