@@ -394,17 +394,16 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	}
 	/* one block of counters per level / iteration (graph_kern.h, struct gv_counters) */
 	ctr = state_alloc(&gm, sizeof(*ctr));
-	/* the chunk queue of long neighbour lists (graph_kern.h, struct gv_heavy) */
-	struct gv_heavy heavy = {.cap = gv_heavy_cap(m)};
-	heavy.c = s5 = state_alloc(&gm, heavy.cap * sizeof(struct gv_chunk));
-	if (!heavy.c || !ctr) {
+	/* the chunk queue of long neighbour lists (graph_kern.h, GV_CHUNK) */
+	gv.heavy_cap = gv_heavy_cap(m);
+	gv.heavy = s5 = state_alloc(&gm, gv.heavy_cap * sizeof(struct gv_chunk));
+	if (!gv.heavy || !ctr) {
 		fprintf(stderr, "%s: out of memory for per-run state\n", do_cc ? "cc" : "bfs");
 		goto out;
 	}
 	static const struct gv_counters zero_ctr;
 	state_put(&gm, ctr, &zero_ctr, sizeof(zero_ctr));
-	gv.error = &ctr->error;
-	heavy.n = &ctr->heavy_n;
+	gv.ctr = ctr;
 
 	double compute = 0;
 	if (!do_cc) {
@@ -412,10 +411,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		b.level = s1 = state_alloc(&gm, n * 4);
 		b.cur = s2 = state_alloc(&gm, n * 8);
 		b.next = s3 = state_alloc(&gm, n * 8);
-		b.next_n = &ctr->next_n;
-		b.heavy = heavy;
 		uint32_t *lv = malloc(n * 4), *rl = malloc(n * 4);
-		if (!b.level || !b.cur || !b.next || !b.next_n || !lv || !rl) {
+		if (!b.level || !b.cur || !b.next || !lv || !rl) {
 			fprintf(stderr, "bfs: out of memory for per-vertex state\n");
 			free(lv);
 			free(rl);
@@ -441,7 +438,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 					r->levels_queue++;
 				if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
-					if ((rc = graph_gpu_bfs_level(&gv, &b, scan, ctr, &cv)))
+					if ((rc = graph_gpu_bfs_level(&gv, &b, scan, &cv)))
 						goto out_bfs;
 #endif
 				} else {
@@ -513,10 +510,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	} else {
 		struct cc_state c = {0};
 		c.label = s1 = state_alloc(&gm, n * 8);
-		c.changed = &ctr->changed;
-		c.heavy = heavy;
 		uint64_t *lab = malloc(n * 8), *rlab = NULL;
-		if (!c.label || !c.changed || !lab) {
+		if (!c.label || !lab) {
 			fprintf(stderr, "cc: out of memory for per-vertex state\n");
 			free(lab);
 			goto out;
@@ -530,11 +525,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			struct gv_counters cv = {0};
 			if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
-				if ((rc = graph_gpu_cc_pass(&gv, &c, ctr, &cv)))
+				if ((rc = graph_gpu_cc_pass(&gv, &c, &cv)))
 					break;
 #endif
 			} else {
-				ctr->changed = 0;
 				ctr->heavy_n = 0;
 				uint32_t w = cpu_workers();
 				struct cpu_walk cc = {&gv, NULL, &c, cpu_per(n)};

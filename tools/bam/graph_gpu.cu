@@ -55,21 +55,24 @@ __global__ void cc_kernel(struct graph_view g, struct cc_state c)
 	range_warp(&g, NULL, &c);
 }
 
-/* the chunks of long neighbour lists queued by the kernel before (one warp each) */
-__global__ void bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
+/* the chunks of long neighbour lists queued by the kernel before, one warp each; b or
+ * c is NULL */
+__device__ __forceinline__ void chunks_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
-	const uint64_t n = b.heavy.n ? *b.heavy.n : 0; /* NULL: graph_gpu_prepare */
+	const uint64_t n = g->ctr ? g->ctr->heavy_n : 0; /* no counters: graph_gpu_prepare */
 	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
 	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
-		chunk_warp(&g, &b, NULL, k, threadIdx.x & 31u, 32);
+		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32);
+}
+
+__global__ void bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
+{
+	chunks_warp(&g, &b, NULL);
 }
 
 __global__ void cc_chunk_kernel(struct graph_view g, struct cc_state c)
 {
-	const uint64_t n = c.heavy.n ? *c.heavy.n : 0;
-	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
-	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
-		chunk_warp(&g, NULL, &c, k, threadIdx.x & 31u, 32);
+	chunks_warp(&g, NULL, &c);
 }
 
 __global__ void cc_flatten_kernel(uint64_t n, struct cc_state c)
@@ -86,7 +89,7 @@ static unsigned blocks_for(uint64_t warps)
 	return (unsigned)(b < 1 ? 1 : (b > max ? max : b));
 }
 
-/* reset the counters (not the sticky error), run the step, read the counters back */
+/* after a level / pass: read its counters back (one copy, one synchronisation) */
 static int step_end(cudaStream_t s, struct gv_counters *dev, struct gv_counters *out, const char *what)
 {
 	cudaMemcpyAsync(out, dev, sizeof(*out), cudaMemcpyDeviceToHost, s);
@@ -98,6 +101,7 @@ static int step_end(cudaStream_t s, struct gv_counters *dev, struct gv_counters 
 	return 0;
 }
 
+/* before a level / pass: reset its counters, but the sticky error */
 static void step_begin(cudaStream_t s, struct gv_counters *dev)
 {
 	/* a copy, not a memset: a device memset may synchronise with the emulator's
@@ -106,28 +110,26 @@ static void step_begin(cudaStream_t s, struct gv_counters *dev)
 	cudaMemcpyAsync(dev, &zero, offsetof(struct gv_counters, error), cudaMemcpyHostToDevice, s);
 }
 
-extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *dev,
-				   struct gv_counters *out)
+extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *out)
 {
 	cudaStream_t s = stream();
-	step_begin(s, dev);
+	step_begin(s, g->ctr);
 	if (scan)
 		bfs_scan_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *b);
 	else
 		bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
 	bfs_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
-	return step_end(s, dev, out, "BFS");
+	return step_end(s, g->ctr, out, "BFS");
 }
 
-extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
-				 struct gv_counters *out)
+extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out)
 {
 	cudaStream_t s = stream();
-	step_begin(s, dev);
+	step_begin(s, g->ctr);
 	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
 	cc_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_flatten_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
-	return step_end(s, dev, out, "CC");
+	return step_end(s, g->ctr, out, "CC");
 }
 
 extern "C" void *bam_gpu_alloc(int kind, uint64_t bytes);

@@ -7,16 +7,13 @@
 BAM_EXTERN_C_BEGIN
 /* Expand one BFS level on the GPU: the frontier is b->cur (b->cur_n vertices) or, with
  * scan != 0, the vertices whose level is b->depth; then the chunks of long lists.
- * dev is the level's counter block (b->next_n, b->heavy.n and g->error point into it);
- * it is reset (but error) before and copied to *out after: out->next_n is the size of
- * the next frontier (appended to b->next). 0 or -EIO (a CUDA error, printed). */
-int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *dev,
-			struct gv_counters *out);
+ * g->ctr (device memory) is reset (but its error) before and copied to *out after:
+ * out->next_n is the size of the next frontier (appended to b->next), out->error the
+ * first error of any kernel so far. 0 or -EIO (a CUDA error, printed). */
+int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *out);
 /* The CC pass: the union-find sweep over all arcs, its chunks of long lists, then the
- * flattening sweep; counters as for graph_gpu_bfs_level, out->changed != 0 if trees
- * were linked. */
-int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *dev,
-		      struct gv_counters *out);
+ * flattening sweep; counters as for graph_gpu_bfs_level. */
+int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out);
 /* Memory for the baselines: kind 0 = cudaMalloc, 1 = pinned host (cudaHostAlloc
  * mapped), 2 = cudaMallocManaged (refused if larger than the GPU's free memory). */
 void *graph_gpu_alloc(int kind, uint64_t bytes);

@@ -25,6 +25,20 @@
 
 #include "bam/array.h"
 
+/* The counters of one BFS level or CC pass, one block in target memory, so one copy
+ * resets them (all but error) and one copy reads them back. */
+struct gv_counters {
+	uint64_t next_n;              /* BFS: vertices appended to the next frontier */
+	uint64_t heavy_n;             /* chunks queued in graph_view.heavy */
+	uint32_t error;               /* sticky: the first negative errno, as positive */
+	uint32_t pad;
+};
+
+/* A piece of one long neighbour list, [s, e) of the edge array, for vertex v. */
+struct gv_chunk {
+	uint64_t v, s, e;
+};
+
 struct graph_view {
 	uint32_t bam;                 /* 1: through arrays; 0: plain pointers */
 	uint32_t id_bytes;            /* 4 or 8 */
@@ -33,21 +47,9 @@ struct graph_view {
 	struct bam_array_dev *edge_a; /* u32/u64 [m] */
 	const uint64_t *off_p;
 	const void *edge_p;
-	uint32_t *error;              /* sticky: first negative errno, as positive */
-};
-
-/* The counters of one BFS level or CC iteration, one block in target memory, so one
- * copy resets them (all but error) and one copy reads them back. */
-struct gv_counters {
-	uint64_t next_n;              /* BFS: vertices appended to the next frontier */
-	uint64_t heavy_n;             /* chunks queued (struct gv_heavy) */
-	uint32_t changed;             /* CC: a label moved */
-	uint32_t error;               /* graph_view.error points here */
-};
-
-/* A piece of one long neighbour list, [s, e) of the edge array, for vertex v. */
-struct gv_chunk {
-	uint64_t v, s, e;
+	struct gv_counters *ctr;      /* the level's / pass's counters, target memory */
+	struct gv_chunk *heavy;       /* chunk queue: [0, ctr->heavy_n), heavy_cap entries */
+	uint64_t heavy_cap;
 };
 
 /* Neighbour lists longer than GV_CHUNK edges are not walked by the warp that finds
@@ -57,16 +59,9 @@ struct gv_chunk {
  * working after every other warp has finished. */
 #define GV_CHUNK 4096u
 
-/* Chunk queue for the current level / iteration: entries [0, *n) of c. cap is enough
- * for any one level: a list of d > GV_CHUNK edges gives at most d / GV_CHUNK + 2 <
- * 3 d / GV_CHUNK chunks and every vertex is expanded at most once per level, so
- * cap = 3 m / GV_CHUNK + 3 (gv_heavy_cap) cannot overflow. */
-struct gv_heavy {
-	struct gv_chunk *c;
-	uint64_t *n;
-	uint64_t cap;
-};
-
+/* Entries the chunk queue needs for any one level or pass: a list of d > GV_CHUNK
+ * edges gives at most d / GV_CHUNK + 2 < 3 d / GV_CHUNK chunks and every vertex is
+ * expanded at most once per level, so 3 m / GV_CHUNK + 3 cannot overflow. */
 BAM_HD_INLINE uint64_t gv_heavy_cap(uint64_t m)
 {
 	return 3 * (m / GV_CHUNK) + 3;
@@ -74,23 +69,19 @@ BAM_HD_INLINE uint64_t gv_heavy_cap(uint64_t m)
 
 struct bfs_state {
 	uint32_t *level;              /* [n] */
-	uint64_t *cur, *next;         /* frontiers [n] */
-	uint64_t *next_n;             /* counter */
+	uint64_t *cur, *next;         /* frontiers [n]; next filled to ctr->next_n */
 	uint64_t cur_n;
 	uint32_t depth;               /* level being expanded */
-	struct gv_heavy heavy;
 };
 
 struct cc_state {
 	uint64_t *label;              /* [n] */
-	uint32_t *changed;
-	struct gv_heavy heavy;
 };
 
 BAM_HD_INLINE void gv_fail(const struct graph_view *g, int rc)
 {
 	if (rc)
-		bam_cas_acq_rel_gpu_u32(g->error, 0, (uint32_t)-rc);
+		bam_cas_acq_rel_gpu_u32(&g->ctr->error, 0, (uint32_t)-rc);
 }
 
 /* Neighbour range of v; every thread of the calling group passes the same v
@@ -196,45 +187,45 @@ BAM_HD_INLINE uint64_t cc_find(uint64_t *label, uint64_t x)
 
 /* Join the trees of v and u: the larger root is linked under the smaller (CAS on the
  * root's own label, so a root linked meanwhile by another thread is seen and the
- * join retried from the new roots). Returns 1 if this call linked two trees. */
-BAM_HD_INLINE int cc_union(uint64_t *label, uint64_t v, uint64_t u)
+ * join retried from the new roots). */
+BAM_HD_INLINE void cc_union(uint64_t *label, uint64_t v, uint64_t u)
 {
 	uint64_t a = cc_find(label, v), b = cc_find(label, u);
 	while (a != b) {
 		const uint64_t hi = a > b ? a : b, lo = a > b ? b : a;
 		const uint64_t old = bam_cas_acq_rel_gpu_u64(&label[hi], hi, lo);
 		if (old == hi)
-			return 1;
+			return;
 		a = cc_find(label, old);
 		b = cc_find(label, lo);
 	}
-	return 0;
 }
 
 /* The two algorithms' work per arc (v, u), u already checked < n. BFS (b set): an
  * unvisited u gets level depth + 1 and joins the next frontier. CC (c set): join the
- * trees of v and u; returns 1 if two trees were linked. */
-BAM_HD_INLINE int arc_do(struct bfs_state *b, struct cc_state *c, uint64_t v, uint64_t u)
+ * trees of v and u. */
+BAM_HD_INLINE void arc_do(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t v,
+			  uint64_t u)
 {
 	if (b) {
 		const uint32_t nl = b->depth + 1;
 		if (bam_load_relaxed_u32(&b->level[u]) == 0xffffffffu &&
 		    bam_cas_acq_rel_gpu_u32(&b->level[u], 0xffffffffu, nl) == 0xffffffffu) {
-			uint64_t k = bam_fetch_add_relaxed_gpu_u64(b->next_n, 1);
+			uint64_t k = bam_fetch_add_relaxed_gpu_u64(&g->ctr->next_n, 1);
 			b->next[k] = u;
 		}
-		return 0;
+		return;
 	}
-	return cc_union(c->label, v, u);
+	cc_union(c->label, v, u);
 }
 
 /* Arcs [s, e) of vertex v by the calling warp (lane, wsize), through line handle h
  * (kept across calls, so consecutive lists share line acquisitions). Adds the edges
- * read to *n and the lines taken to *gets; sets *changed as arc_do says. Returns
- * nonzero on error (recorded in g->error). */
+ * read to *n and the lines taken to *gets. Returns nonzero on error (recorded in
+ * g->ctr->error). */
 BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t v,
 			    uint64_t s, uint64_t e, uint32_t lane, uint32_t wsize, struct bam_line *h, uint32_t *n,
-			    uint32_t *gets, int *changed)
+			    uint32_t *gets)
 {
 	for (uint64_t i = s + lane; i < e; i += wsize) {
 		uint64_t u;
@@ -245,28 +236,28 @@ BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, str
 			gv_fail(g, -ERANGE);
 			return 1;
 		}
-		*changed |= arc_do(b, c, v, u);
+		arc_do(g, b, c, v, u);
 	}
 	return 0;
 }
 
 /* Queue the list [s, e) of v as chunks if it is longer than GV_CHUNK (all lanes of the
  * warp call with the same arguments; they write the entries). Returns 1 if queued. */
-BAM_HD_INLINE int heavy_push(const struct graph_view *g, const struct gv_heavy *hv, uint64_t v, uint64_t s,
-			     uint64_t e, uint32_t lane, uint32_t wsize)
+BAM_HD_INLINE int heavy_push(const struct graph_view *g, uint64_t v, uint64_t s, uint64_t e, uint32_t lane,
+			     uint32_t wsize)
 {
-	if (e - s <= GV_CHUNK || !hv->c)
+	if (e - s <= GV_CHUNK || !g->heavy)
 		return 0;
 	const uint64_t k0 = s / GV_CHUNK, cnt = (e - 1) / GV_CHUNK - k0 + 1;
 	uint64_t at = 0;
 	if (lane == 0)
-		at = bam_fetch_add_relaxed_gpu_u64(hv->n, cnt);
+		at = bam_fetch_add_relaxed_gpu_u64(&g->ctr->heavy_n, cnt);
 #if BAM_ON_GPU
 	at = __shfl_sync(0xffffffffu, at, 0);
 #endif
-	if (at + cnt > hv->cap) {
-		/* cannot happen with cap = gv_heavy_cap(m) (see struct gv_heavy); walk the
-		 * list here rather than lose it, and say so */
+	if (at + cnt > g->heavy_cap) {
+		/* cannot happen with heavy_cap = gv_heavy_cap(m); walk the list here rather
+		 * than lose it, and say so */
 		gv_fail(g, -EOVERFLOW);
 		return 0;
 	}
@@ -275,7 +266,7 @@ BAM_HD_INLINE int heavy_push(const struct graph_view *g, const struct gv_heavy *
 		ch.v = v;
 		ch.s = (k0 + k) * GV_CHUNK < s ? s : (k0 + k) * GV_CHUNK;
 		ch.e = (k0 + k + 1) * GV_CHUNK > e ? e : (k0 + k + 1) * GV_CHUNK;
-		hv->c[at + k] = ch;
+		g->heavy[at + k] = ch;
 	}
 	return 1;
 }
@@ -284,29 +275,25 @@ BAM_HD_INLINE int heavy_push(const struct graph_view *g, const struct gv_heavy *
 BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
 {
 	uint64_t v = b->cur[w], s, e;
-	if (gv_range(g, v, &s, &e) || heavy_push(g, &b->heavy, v, s, e, lane, wsize))
+	if (gv_range(g, v, &s, &e) || heavy_push(g, v, s, e, lane, wsize))
 		return;
 	struct bam_line h = {0};
 	h.slot = -1;
 	uint32_t n = 0, gets = 0;
-	int changed = 0;
-	walk_list(g, b, NULL, v, s, e, lane, wsize, &h, &n, &gets, &changed);
+	walk_list(g, b, NULL, v, s, e, lane, wsize, &h, &n, &gets);
 	gv_edges_done(g, &h, n, gets);
 }
 
-/* One warp walks queued chunk k (the second kernel of a level / iteration). */
+/* One warp walks queued chunk k (the second kernel of a level / pass). */
 BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
 			      uint32_t lane, uint32_t wsize)
 {
-	const struct gv_chunk ch = (b ? b->heavy.c : c->heavy.c)[k];
+	const struct gv_chunk ch = g->heavy[k];
 	struct bam_line h = {0};
 	h.slot = -1;
 	uint32_t n = 0, gets = 0;
-	int changed = 0;
-	walk_list(g, b, c, ch.v, ch.s, ch.e, lane, wsize, &h, &n, &gets, &changed);
+	walk_list(g, b, c, ch.v, ch.s, ch.e, lane, wsize, &h, &n, &gets);
 	gv_edges_done(g, &h, n, gets);
-	if (changed)
-		bam_store_relaxed_u32(c->changed, 1);
 }
 
 #define CC_BATCH 31u /* vertices per batch: their 32 offsets are read by one warp at once */
@@ -336,7 +323,7 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 
 /*
  * One warp (or one CPU thread, wsize 1) walks the vertices of [first, last) in vertex
- * order. CC (c set): every vertex, hooked with all its out-neighbours both ways. BFS
+ * order. CC (c set): every vertex, joined with all its out-neighbours. BFS
  * (b set, "scan" frontier): only the vertices whose level is b->depth, i.e. the
  * frontier, found by reading the level array instead of a frontier queue; in vertex
  * order, the neighbour lists are read in edge-array order, so a line of the edge array
@@ -355,8 +342,7 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
 			      uint64_t last, uint32_t lane, uint32_t wsize)
 {
-	const struct gv_heavy *hv = b ? &b->heavy : &c->heavy;
-	int changed = 0, bad = 0;
+	int bad = 0;
 	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
 		const uint32_t cnt = last - base < CC_BATCH ? (uint32_t)(last - base) : CC_BATCH;
 		struct bam_line ho = {0};
@@ -401,17 +387,15 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
 #else
 			const uint64_t s = ob[j], e = ob[j + 1];
 #endif
-			if (heavy_push(g, hv, v, s, e, lane, wsize))
+			if (heavy_push(g, v, s, e, lane, wsize))
 				continue;
-			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets, &changed);
+			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets);
 #if BAM_ON_GPU
 			bad = __any_sync(0xffffffffu, bad);
 #endif
 		}
 		gv_edges_done(g, &h, n, gets);
 	}
-	if (changed)
-		bam_store_relaxed_u32(c->changed, 1);
 }
 
 /* Flattening, after the pass: label[v] = its root (no links happen any more, so the
