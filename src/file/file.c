@@ -688,6 +688,22 @@ static void post_pending(struct file_worker *wk, uint32_t end, uint16_t st)
 		post_cmd(wk, &wk->slots[wk->pend[wk->pend_head % wk->nslots]], st);
 }
 
+#ifdef BAM_HAVE_CUDA
+/* The oldest copy batch (there is one): if its copies are complete (with 'block',
+ * once they are), post its CQEs (Data Transfer Error if a copy failed) and return 1;
+ * else 0. */
+static int retire_oldest(struct file_worker *wk, int block)
+{
+	const uint32_t k = wk->b_head % FILE_BATCHES;
+	int q = block ? bam_gpu_event_wait(wk->ev[k]) : bam_gpu_event_query(wk->ev[k]);
+	if (q == 1)
+		return 0;
+	post_pending(wk, wk->batch_end[k], q ? ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) : 0);
+	wk->b_head++;
+	return 1;
+}
+#endif
+
 /* Post the CQEs of the copy batches whose copies are complete, oldest first; with
  * 'block', wait for all of them. The data is in place before each CQE. Returns the
  * number of CQEs posted. */
@@ -695,14 +711,8 @@ static uint32_t retire_batches(struct file_worker *wk, int block)
 {
 	uint32_t n0 = wk->pend_head;
 #ifdef BAM_HAVE_CUDA
-	while (wk->b_head != wk->b_tail) {
-		const uint32_t k = wk->b_head % FILE_BATCHES;
-		int q = block ? bam_gpu_event_wait(wk->ev[k]) : bam_gpu_event_query(wk->ev[k]);
-		if (q == 1)
-			break;
-		post_pending(wk, wk->batch_end[k], q ? ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) : 0);
-		wk->b_head++;
-	}
+	while (wk->b_head != wk->b_tail && retire_oldest(wk, block))
+		;
 #else
 	(void)block;
 #endif
@@ -719,12 +729,8 @@ static void flush_pending(struct file_worker *wk)
 	if (wk->pend_tail == open_from)
 		return;
 #ifdef BAM_HAVE_CUDA
-	if (wk->b_tail - wk->b_head == FILE_BATCHES) {
-		const uint32_t k = wk->b_head % FILE_BATCHES;
-		int q = bam_gpu_event_wait(wk->ev[k]);
-		post_pending(wk, wk->batch_end[k], q ? ST(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) : 0);
-		wk->b_head++;
-	}
+	if (wk->b_tail - wk->b_head == FILE_BATCHES)
+		retire_oldest(wk, 1);
 	const uint32_t k = wk->b_tail % FILE_BATCHES;
 	if (bam_gpu_event_record(wk->ev[k], wk->cs) == 0) {
 		wk->batch_end[k] = wk->pend_tail;
