@@ -32,6 +32,14 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
 }
 
+int cli_name_index(const char *const *names, int count, const char *s)
+{
+	for (int i = 0; i < count; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
 double cli_now(void)
 {
 	return (double)bam_time_ns() / 1e9;

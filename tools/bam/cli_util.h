@@ -11,6 +11,8 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 /* Number of controllers an "emu" string asks for (count=), else 1. */
 uint32_t cli_backend_count(const char *backend);
 double cli_now(void);
+/* Index of s in names[0..count), or -1. */
+int cli_name_index(const char *const *names, int count, const char *s);
 /* Parse a decimal unsigned integer in [min, max]: no sign, no suffix, no overflow.
  * 0 or -EINVAL. */
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

@@ -24,7 +24,7 @@
 extern int bam_gpu_available(void);
 #endif
 
-static const char *pat_names[] = {"hot", "random", "warp", "scan"};
+static const char *const pat_names[] = {"hot", "random", "warp", "scan"};
 
 struct cpu_ab {
 	struct abench_args *a;
@@ -92,12 +92,12 @@ int bam_bench_array(int argc, char **argv)
 		switch (ch) {
 		case 'A': break;
 		case 'p':
-			pattern = 99;
-			for (uint32_t i = 0; i < sizeof(pat_names) / sizeof(pat_names[0]); i++)
-				if (!strcmp(optarg, pat_names[i]))
-					pattern = i;
-			if (pattern == 99)
-				goto bad;
+			{
+				int k = cli_name_index(pat_names, (int)(sizeof(pat_names) / sizeof(pat_names[0])), optarg);
+				if (k < 0)
+					goto bad;
+				pattern = (uint32_t)k;
+			}
 			break;
 		case 'C': if (bam_parse_size(optarg, &cache_bytes) || !cache_bytes) goto bad; cache_arg = optarg; break;
 		case 'L': if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) goto bad; line = (uint32_t)v; break;

@@ -27,7 +27,7 @@ extern int bam_gpu_available(void);
 #endif
 
 enum gmode { MODE_BAM, MODE_HOST, MODE_GPU, MODE_UVM };
-static const char *mode_names[] = {"bam", "host", "gpu", "uvm"};
+static const char *const mode_names[] = {"bam", "host", "gpu", "uvm"};
 
 struct gopts {
 	const char *graph;
@@ -53,7 +53,7 @@ struct gopts {
  * random order of a queue costs the cache, whose lines are fetched once per frontier
  * vertex instead of about once per level. */
 enum { FRONTIER_AUTO, FRONTIER_QUEUE, FRONTIER_SCAN };
-static const char *frontier_names[] = {"auto", "queue", "scan"};
+static const char *const frontier_names[] = {"auto", "queue", "scan"};
 #define SCAN_FRACTION 256u
 
 struct gres {
@@ -714,10 +714,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		uint64_t v;
 		switch (ch) {
 		case 'M': {
-			int k = -1;
-			for (int i = 0; i < 4; i++)
-				if (!strcmp(optarg, mode_names[i]))
-					k = i;
+			int k = cli_name_index(mode_names, 4, optarg);
 			if (k < 0) {
 				fprintf(stderr, "%s: --mode=%s: expected bam, host, gpu or uvm\n", cmd, optarg);
 				return 2;
@@ -756,10 +753,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			else goto bad;
 			break;
 		case 'F': {
-			int k = -1;
-			for (int i = 0; i < 3; i++)
-				if (!strcmp(optarg, frontier_names[i]))
-					k = i;
+			int k = cli_name_index(frontier_names, 3, optarg);
 			if (k < 0) {
 				fprintf(stderr, "%s: --frontier=%s: expected auto, queue or scan\n", cmd, optarg);
 				return 2;
