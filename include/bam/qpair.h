@@ -331,9 +331,10 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 			break;
 		if (c >= mask) {
 			/* full: every waiter for a credit polls the same word, so with
-			 * thousands of them per queue pair they back off (bam_qp_backoff) and
-			 * only every fourth poll helps move the CQ head */
-			if ((iter & 3u) == 0)
+			 * thousands of them per queue pair they back off (bam_qp_backoff) and,
+			 * on the GPU, only every fourth poll helps move the CQ head (host
+			 * threads, far fewer, help on every poll) */
+			if (!BAM_ON_GPU || (iter & 3u) == 0)
 				bam_qpair_cq_try_advance(qp);
 			if (bam_qp_deadline_passed(deadline))
 				return -ETIMEDOUT;
