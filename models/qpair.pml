@@ -55,7 +55,8 @@
  *
  * Timeouts. The base model has none: every wait spins until it succeeds. -DTIMEOUTS
  * makes every deadline check of the C code a nondeterministic choice: credit wait
- * (:276), CID search (:290), move_tail wait (:340, abandoning the CID) and CQ wait
+ * (:276; the C code moves its deadline forward on every CQ head move, which a
+ * nondeterministic give-up covers), CID search (:290), move_tail wait (:340, abandoning the CID) and CQ wait
  * (:389, abandoning the CID). The turn wait's deadline (:309-312, which marks the queue
  * pair broken) and the 'broken' check (:266) are not modelled: CHECK_TURN_NOSPIN shows
  * that loop body is never entered.

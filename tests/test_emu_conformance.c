@@ -4,7 +4,8 @@
  * gets its status code; PRP lists (including a chained list) move the right bytes;
  * fault injection (media errors, error rate, delays past the timeout, dropped
  * completions, a controller that stops answering) reaches the API as errors, never
- * as a hang.
+ * as a hang; a thread queued behind many others for room in a full queue pair is
+ * not timed out while the controller keeps completing commands.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include "bam/bam.h"
 #include "bam/dev.h"
 
@@ -227,6 +229,88 @@ static void test_fault_timeouts(void **state)
 	free(b);
 }
 
+/* many threads, one queue pair of depth 4 (3 commands in flight), each command held
+ * 'delay_us' by the controller: the last threads wait far longer than the timeout for
+ * a credit, while the queue pair completes a command every few milliseconds */
+struct credit_arg {
+	struct bam_ctx *ctx;
+	uint32_t i;
+	int rc;
+	uint16_t st;
+};
+
+static void *credit_thread(void *p)
+{
+	struct credit_arg *a = p;
+	uint8_t *b = aligned_alloc(4096, 4096);
+	a->rc = bam_dev_io(bam_ctx_dev(a->ctx), 0, 0, NVME_CMD_READ, a->i, 1, (uintptr_t)b, 0, &a->st);
+	free(b);
+	return NULL;
+}
+
+static uint64_t run_credit_threads(struct bam_ctx *ctx, uint32_t n, int *n_ok, int *n_timeout)
+{
+	pthread_t th[64];
+	struct credit_arg a[64];
+	uint64_t t0 = bam_time_ns();
+	assert_true(n <= 64);
+	for (uint32_t i = 0; i < n; i++) {
+		a[i] = (struct credit_arg){.ctx = ctx, .i = i};
+		assert_int_equal(pthread_create(&th[i], NULL, credit_thread, &a[i]), 0);
+	}
+	*n_ok = *n_timeout = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		if (a[i].rc == 0 && a[i].st == 0)
+			(*n_ok)++;
+		else if (a[i].rc == -ETIMEDOUT)
+			(*n_timeout)++;
+	}
+	return bam_time_ns() - t0;
+}
+
+static struct bam_ctx *open_one_queue(const char *spec, uint64_t timeout_ms)
+{
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 1, .queue_depth = 4,
+				 .timeout_ns = timeout_ms * 1000000ull};
+	struct bam_ctx *ctx = NULL;
+	char err[256];
+	int rc = bam_ctx_open(spec, &o, &ctx, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "open %s: %s\n", spec, err);
+	assert_int_equal(rc, 0);
+	return ctx;
+}
+
+static void test_credit_wait_bounded_by_progress(void **state)
+{
+	(void)state;
+	int ok, to;
+	/* 48 commands, 3 at a time, 10 ms each: about 160 ms in line for the last
+	 * threads, against a 60 ms timeout; no completion is more than ~10 ms apart */
+	struct bam_ctx *ctx = open_one_queue("emu:size=1M,delay_rate=1,delay_us=10000,workers=1", 60);
+	uint64_t ns = run_credit_threads(ctx, 48, &ok, &to);
+	struct bam_ctrl_stats cs;
+	bam_ctx_ctrl_stats(ctx, 0, &cs);
+	fprintf(stderr, "progress: %d ok, %d timeouts, %.0f ms\n", ok, to, ns / 1e6);
+	assert_true(ns > 60000000ull); /* some threads did wait past the timeout */
+	assert_int_equal(ok, 48);
+	assert_int_equal(to, 0);
+	assert_int_equal(cs.qp.timeouts, 0);
+	bam_ctx_close(ctx);
+
+	/* no progress at all: every completion dropped. 3 threads hold the credits and
+	 * time out waiting for their CQEs; the others find the queue full, see no
+	 * completion for the whole timeout, and give up too: all within a bound */
+	ctx = open_one_queue("emu:size=1M,drop_rate=1,workers=1", 60);
+	ns = run_credit_threads(ctx, 12, &ok, &to);
+	fprintf(stderr, "no progress: %d ok, %d timeouts, %.0f ms\n", ok, to, ns / 1e6);
+	assert_int_equal(ok, 0);
+	assert_int_equal(to, 12);
+	assert_true(ns < 5000000000ull);
+	bam_ctx_close(ctx);
+}
+
 static void test_late_completion_discarded(void **state)
 {
 	(void)state;
@@ -273,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_fault_media_error),  cmocka_unit_test(test_fault_error_rate),
 		cmocka_unit_test(test_fault_timeouts),     cmocka_unit_test(test_late_completion_discarded),
 		cmocka_unit_test(test_bad_backend_strings),
+		cmocka_unit_test(test_credit_wait_bounded_by_progress),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

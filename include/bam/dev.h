@@ -143,7 +143,9 @@ struct bam_io {
 };
 
 /* Submit one I/O to controller c without waiting (see bam_dev_io). Returns 0,
- * -EINVAL (c out of range) or -ETIMEDOUT (no queue room before the timeout). */
+ * -EINVAL (c out of range), -EIO (queue pair broken) or -ETIMEDOUT (the queue pair
+ * stayed full with no completion for d->timeout_ns: bam_qpair_submit). The wait for
+ * the completion (bam_dev_io_wait) is bounded by d->timeout_ns from the submission. */
 BAM_HD_INLINE int bam_dev_io_submit(struct bam_dev *d, uint32_t c, uint64_t hint, uint8_t opc,
 				    uint64_t slba, uint32_t nlb, uint64_t addr, uint64_t prp_list,
 				    struct bam_io *io)
@@ -154,8 +156,11 @@ BAM_HD_INLINE int bam_dev_io_submit(struct bam_dev *d, uint32_t c, uint64_t hint
 	struct nvme_sqe s;
 	bam_sqe_rw(&s, opc, ctl->nsid, slba, nlb, ctl->lba_shift, addr, prp_list);
 	io->qp = &ctl->qps[bam_dev_queue_pick(d, hint)];
+	int rc = bam_qpair_submit(io->qp, &s, bam_time_ns() + d->timeout_ns, &io->cid);
+	/* the completion's bound counts from the submission, as an NVMe command
+	 * timeout does, not from the start of a wait for queue room */
 	io->deadline = bam_time_ns() + d->timeout_ns;
-	return bam_qpair_submit(io->qp, &s, io->deadline, &io->cid);
+	return rc;
 }
 
 /* Wait for an I/O from bam_dev_io_submit: 0 with the NVMe status in *status, or

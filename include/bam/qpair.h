@@ -309,10 +309,12 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
  * success *cid receives the CID to wait for with bam_qpair_wait() and *pos the virtual
  * SQ position (for diagnostics). Thread contract: any number of threads at once, each
  * with its own command; no warp or block synchronisation.
- * Returns 0; -ETIMEDOUT when no credit or CID frees up before 'deadline'
- * (bam_time_ns() units: an absolute time on the caller's clock), or when the tail
- * did not pass the command in time (it is then abandoned: its completion is
- * discarded); -EIO when the queue pair is broken (a ticket's slot never freed).
+ * Returns 0; -ETIMEDOUT when the queue pair is full and completes no command for
+ * (deadline - the time the wait began), i.e. the wait for a credit ends at 'deadline'
+ * (bam_time_ns() units: an absolute time on the caller's clock) moved forward by
+ * each completion meanwhile, or when no CID frees up or the tail does not pass the
+ * command before that (it is then abandoned: its completion is discarded); -EIO when
+ * the queue pair is broken (a ticket's slot never freed).
  */
 BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
 				   uint64_t deadline, uint16_t *cid)
@@ -324,7 +326,13 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 		return -EIO;
 
 	/* modelled in models/qpair.pml: proctype Thread, steps 1-5 */
-	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule) */
+	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule).
+	 * The wait for a credit is bounded by progress: a waiter behind thousands of
+	 * others is in line, not stuck, so every move of the CQ head restarts its window
+	 * (deadline - the time it found the queue full). It gives up only when no
+	 * command of the queue pair completes for a whole window. */
+	uint64_t window = 0;
+	uint32_t seen_head = 0;
 	for (;;) {
 		uint32_t c = bam_load_relaxed_u32(&qp->credits);
 		if (c < mask && bam_cas_acq_rel_gpu_u32(&qp->credits, c, c + 1) == c)
@@ -336,7 +344,16 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 			 * threads, far fewer, help on every poll) */
 			if (!BAM_ON_GPU || (iter & 3u) == 0)
 				bam_qpair_cq_try_advance(qp);
-			if (bam_qp_deadline_passed(deadline))
+			uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
+			uint64_t now = bam_time_ns();
+			if (!window) {
+				window = deadline > now ? deadline - now : 1;
+				seen_head = h;
+			} else if (h != seen_head) {
+				seen_head = h;
+				deadline = now + window;
+			}
+			if (now > deadline)
 				return -ETIMEDOUT;
 			bam_qp_backoff(iter++);
 		}
