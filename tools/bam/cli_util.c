@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 #include "bam/atomic.h"
 #include "cli_util.h"
 
@@ -65,4 +68,108 @@ int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	if (!rc)
 		*out = (uint32_t)v;
 	return rc;
+}
+
+/* ---- failures under --json ------------------------------------------------------------ */
+
+static struct {
+	const char *command; /* non-NULL: --json was given */
+	char *message;       /* the failure texts so far, joined by newlines (malloc) */
+	int printed;         /* the subcommand printed its own JSON document */
+} cli_json;
+
+int cli_json_init(const char *command, int argc, char **argv, const char *optstring, const struct option *lo,
+		  int json_val)
+{
+	int saved = opterr, ch, want = 0;
+	free(cli_json.message);
+	memset(&cli_json, 0, sizeof(cli_json));
+	opterr = 0;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, optstring, lo, NULL)) != -1)
+		if (ch == json_val)
+			want = 1;
+	opterr = saved;
+	optind = 0;
+	if (want)
+		cli_json.command = command;
+	return want;
+}
+
+static void keep(const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int len = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (len < 0)
+		return;
+	size_t old = cli_json.message ? strlen(cli_json.message) : 0;
+	char *m = realloc(cli_json.message, old + (size_t)len + 2);
+	if (!m)
+		return;
+	cli_json.message = m;
+	if (old)
+		m[old++] = '\n';
+	vsnprintf(m + old, (size_t)len + 1, fmt, ap);
+	size_t n = old + (size_t)len;
+	while (n > old && m[n - 1] == '\n') /* the line's own newline: not part of the message */
+		m[--n] = 0;
+	if (n == old && old) /* an empty text: no separator either */
+		m[old - 1] = 0;
+}
+
+void cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	va_start(ap, fmt);
+	keep(fmt, ap);
+	va_end(ap);
+}
+
+void cli_fail_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	keep(fmt, ap);
+	va_end(ap);
+}
+
+cJSON *cli_json_error(int status)
+{
+	char fb[256];
+	const char *cmd = cli_json.command ? cli_json.command : "bam";
+	if (!cli_json.message || !cli_json.message[0]) /* a failure that printed no text of its own */
+		snprintf(fb, sizeof(fb), "%s: failed with exit status %d (see stderr)", cmd, status);
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "command", cmd);
+	cJSON_AddStringToObject(e, "message", cli_json.message && cli_json.message[0] ? cli_json.message : fb);
+	cJSON_AddNumberToObject(e, "exit_status", status);
+	return e;
+}
+
+void cli_json_printed(void)
+{
+	cli_json.printed = 1;
+}
+
+int cli_exit(int status)
+{
+	if (status && cli_json.command && !cli_json.printed) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToObject(j, "error", cli_json_error(status));
+		char *s = cJSON_PrintUnformatted(j);
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		cJSON_Delete(j);
+		cli_json.printed = 1;
+	}
+	fflush(stdout);
+	free(cli_json.message);
+	cli_json.message = NULL;
+	return status;
 }

@@ -17,4 +17,35 @@ int cli_name_index(const char *const *names, int count, const char *s);
  * 0 or -EINVAL. */
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+
+/* ---- failures under --json ------------------------------------------------------------
+ * With --json, a failing subcommand still prints one JSON object on stdout (README,
+ * "Machine-readable output"):
+ *   {"error": {"command": "bfs", "message": "...", "exit_status": 1}}
+ * message: the failure's text as printed on stderr (several lines joined by newlines, no
+ * trailing newline); exit_status: the process's exit status, unchanged.
+ * How: before parsing its options, a subcommand calls cli_json_init(), which finds out
+ * whether --json is among them (so a bad value of an option before --json is covered
+ * too). Its failures go through cli_fail() (stderr as before, and the text kept). main()
+ * passes every exit status through cli_exit(), which prints the error object when the
+ * status is non-zero and the subcommand printed no JSON document itself. A subcommand
+ * that prints its own document although it fails (results with errors or a verification
+ * mismatch in them) adds cli_json_error() to it as "error" and calls cli_json_printed(). */
+struct option;
+struct cJSON;
+/* Start a subcommand (e.g. "bfs", "graph info"): forget the failures kept so far, and
+ * return 1 if getopt_long with these options finds json_val (the --json entry) in argv
+ * (a dry run: no messages; optind is 0 afterwards, so the real parse starts afresh). */
+int cli_json_init(const char *command, int argc, char **argv, const char *optstring, const struct option *lo,
+		  int json_val);
+/* printf to stderr, and keep the text as the JSON error message */
+void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* keep the text as the JSON error message only: where stderr already has the human
+ * diagnostic in another form (getopt's message, the usage) */
+void cli_fail_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* {"command", "message", "exit_status"} for a document the caller prints (owned by it) */
+struct cJSON *cli_json_error(int status);
+void cli_json_printed(void);
+/* the exit status of main(), after the error object if one is due */
+int cli_exit(int status);
 #endif

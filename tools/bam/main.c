@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli_util.h"
 #include "cmds.h"
 
 static void usage(FILE *f)
@@ -29,16 +30,17 @@ int main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	const char *c = argv[1];
+	/* cli_exit: under --json, a failure's error object on stdout (cli_util.h) */
 	if (!strcmp(c, "graph"))
-		return bam_cmd_graph(argc - 1, argv + 1);
+		return cli_exit(bam_cmd_graph(argc - 1, argv + 1));
 	if (!strcmp(c, "bench"))
-		return bam_cmd_bench(argc - 1, argv + 1);
+		return cli_exit(bam_cmd_bench(argc - 1, argv + 1));
 	if (!strcmp(c, "bfs"))
-		return bam_cmd_bfs(argc - 1, argv + 1);
+		return cli_exit(bam_cmd_bfs(argc - 1, argv + 1));
 	if (!strcmp(c, "cc"))
-		return bam_cmd_cc(argc - 1, argv + 1);
+		return cli_exit(bam_cmd_cc(argc - 1, argv + 1));
 	if (!strcmp(c, "demo"))
-		return bam_cmd_demo(argc - 1, argv + 1);
+		return cli_exit(bam_cmd_demo(argc - 1, argv + 1));
 	fprintf(stderr, "bam: unknown command '%s'\n", c);
 	usage(stderr);
 	return 2;
