@@ -3,7 +3,7 @@
 # any mismatch) on both real graphs and on a generated Kronecker graph, in every mode
 # the CPU target has (bam through the emulated SSD; host memory), and through bam with
 # several controllers, a small cache and small lines (heavy eviction), and on real files
-# through the file back end.
+# through the file back end. With --json, failures print one JSON error object.
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
 DATA=${BAM_SHARED_DATA:-../shared/data}
@@ -79,5 +79,63 @@ refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" 
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
 if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
+# with --json, a failure still prints one JSON object on stdout, {"error": {"command",
+# "message", "exit_status"}} (README, "Machine-readable output"), next to the results when
+# there are some; the exit status and the message on stderr are as without --json
+json_fail() { # description, command, exit status, text of the message, same, python condition on d, command...
+  # same=1: the message is all of stderr (the run prints nothing else there)
+  local d=$1 cmd=$2 want=$3 text=$4 same=$5 cond=$6; shift 6
+  local rc=0
+  "$@" >"$W/out" 2>"$W/err" || rc=$?
+  if [ "$rc" -eq "$want" ] && python3 -c '
+import json, sys
+err, cmd, want, text, same, cond = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+d = json.load(sys.stdin)  # exactly one JSON document: trailing data fails
+e = d["error"]
+assert e["command"] == cmd and e["exit_status"] == want, e
+assert text in e["message"], e["message"]
+assert same != "1" or e["message"] == err.strip(), (e["message"], err)
+assert eval(cond), cond
+' "$W/err" "$cmd" "$want" "$text" "$same" "$cond" <"$W/out" 2>"$W/py"; then
+    pass=$((pass + 1)); echo "ok: --json failure: $d"
+  else
+    fail=$((fail + 1)); echo "FAIL: --json failure: $d (exit $rc, expected $want; stdout, stderr, check:)"
+    cat "$W/out" "$W/err" "$W/py"
+  fi
+}
+head -c 3000 "$k" >"$W/trunc.bcsr"
+cp "$k" "$W/corrupt.bcsr" # the lowest bit of the first edge id flipped: a checksum mismatch
+python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2])); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 1]))' \
+  "$W/corrupt.bcsr" "$("$BAM" graph info "$k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edges_offset"])')"
+json_fail "bad option value" bfs 2 "--sources=0: a count from 1 to 1048576" 1 True \
+  "$BAM" bfs "$k" --sources=0 --json --quiet --target=cpu
+json_fail "bad option value before --json" cc 2 "--line-size=3: a power of two" 1 True \
+  "$BAM" cc --line-size=3 "$k" --target=cpu --json
+json_fail "unknown option (getopt's message on stderr)" bfs 2 "'--no-such-option'" 0 True \
+  "$BAM" bfs "$k" --no-such-option --json
+json_fail "no GRAPH argument" cc 2 "expected one GRAPH argument" 0 True "$BAM" cc --json
+json_fail "truncated .bcsr" bfs 1 "shorter than the 4096-byte graph header" 1 True \
+  "$BAM" bfs "$W/trunc.bcsr" --json --quiet --target=cpu
+json_fail "missing graph file" cc 1 "No such file or directory" 1 True \
+  "$BAM" cc "$W/none.bcsr" --json --quiet --target=cpu
+json_fail "unparsable back-end string" cc 1 "unknown key 'bogus'" 1 True \
+  "$BAM" cc "$k" --backend=emu:bogus=1 --json --quiet --target=cpu
+json_fail "unknown back end" bfs 1 "unknown back end 'nvme9'" 1 True \
+  "$BAM" bfs "$k" --backend=nvme9 --json --quiet --target=cpu
+json_fail "back end refused by the cache (line < LBA)" bfs 1 "creating the cache" 0 "'line size 512 is not a multiple' in err" \
+  "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512 --json --quiet --target=cpu
+json_fail "every read fails (emu err_rate=1)" bfs 1 "I/O error" 1 True \
+  "$BAM" bfs "$k" --backend=emu:err_rate=1 --sources=1 --json --quiet --target=cpu
+json_fail "graph info --verify on a corrupt edge array: results and error" "graph info" 1 "checksum mismatch" 1 \
+  "d['verify']['ok'] is False and d['n_vertices'] > 0" "$BAM" graph info "$W/corrupt.bcsr" --verify --json
+json_fail "graph info of a truncated file" "graph info" 1 "shorter than the 4096-byte graph header" 1 True \
+  "$BAM" graph info "$W/trunc.bcsr" --json
+json_fail "demo without its input" demo 1 "cannot read" 1 True "$BAM" demo "$W/none.txt" --json --quiet
+# and a run that succeeds has no "error"
+if "$BAM" bfs "$k" --sources=2 --verify --json --quiet --target=cpu | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit("error" in d or d["verified"] != "yes")'; then
+  pass=$((pass + 1)); echo "ok: --json success has no error member"
+else
+  fail=$((fail + 1)); echo "FAIL: --json success has no error member"
+fi
 echo "graph algorithms: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,7 +2,8 @@
 /*
  * test_graph_cli - `bam graph import|generate|info` in-process (cmd_graph.c is linked
  * into this test): exit status 0 / 1 / 2, --help for each command, no output left
- * behind on error, --json and --verify of info.
+ * behind on error, --json and --verify of info, and the error object of a failed
+ * --verify --json.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -138,6 +139,9 @@ static void test_import_info(void **state)
 	assert_int_equal(run(NULL, 0, "info", o, NULL), 0);
 	assert_int_equal(run(out, sizeof(out), "info", o, "--verify", "--json", NULL), 1);
 	assert_non_null(strstr(out, "\"ok\": false"));
+	/* the failure's error object, as every --json failure has (tools/bam/cli_util.h) */
+	assert_non_null(strstr(out, "\"error\": {\"command\":\"graph info\",\"message\":\"bam graph info: "));
+	assert_non_null(strstr(out, "\"exit_status\":1}}\n"));
 	assert_int_equal(run(NULL, 0, "info", dup_str(tmp("none")), NULL), 1);
 }
 

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <cjson/cJSON.h>
 
 #include "bam/graph.h"
+#include "cli_util.h"
 #include "cmds.h"
 
 #define EXIT_USAGE 2
@@ -421,6 +423,7 @@ static int cmd_info(int argc, char **argv)
 	char err[1024], verr[1024] = "", ftxt[128];
 	int c, verify = 0, json = 0, rc, vrc = 0;
 
+	cli_json_init("graph info", argc, argv, "vJh", lo, 'J'); /* --json: failures print an error object too */
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vJh", lo, NULL)) != -1) {
@@ -435,12 +438,12 @@ static int cmd_info(int argc, char **argv)
 			info_usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "bam graph info: unknown option '%s' (see --help)\n", argv[optind - 1]);
+			cli_fail("bam graph info: unknown option '%s' (see --help)\n", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "bam graph info: need one GRAPH file\n");
+		cli_fail("bam graph info: need one GRAPH file\n");
 		info_usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -449,12 +452,14 @@ static int cmd_info(int argc, char **argv)
 	if (!rc)
 		rc = bam_graph_degrees(path, &ds, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "bam graph info: %s\n", err);
+		cli_fail("bam graph info: %s\n", err);
 		return 1;
 	}
 	if (verify)
 		vrc = bam_graph_verify(path, verr, sizeof(verr));
 	flags_text(h.flags, ftxt, sizeof(ftxt));
+	if (vrc && json) /* the message goes into the object's "error" member too */
+		cli_fail("bam graph info: %s\n", verr);
 	if (json) {
 		printf("{\"file\": ");
 		json_string(stdout, path);
@@ -481,6 +486,15 @@ static int cmd_info(int argc, char **argv)
 			}
 			printf("}");
 		}
+		if (vrc) {
+			/* the exit status is 1: the error object as after any failure (cli_util.h) */
+			cJSON *e = cli_json_error(1);
+			char *es = cJSON_PrintUnformatted(e);
+			printf(", \"error\": %s", es ? es : "null");
+			free(es);
+			cJSON_Delete(e);
+			cli_json_printed();
+		}
 		printf("}\n");
 	} else {
 		printf("file:          %s\n", path);
@@ -505,7 +519,8 @@ static int cmd_info(int argc, char **argv)
 			printf("verify:        not run (--verify)\n");
 	}
 	if (vrc) {
-		fprintf(stderr, "bam graph info: %s\n", verr);
+		if (!json)
+			cli_fail("bam graph info: %s\n", verr);
 		return 1;
 	}
 	return 0;
