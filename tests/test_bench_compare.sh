@@ -6,7 +6,8 @@
 # comparison may use O_DIRECT), over one file and two striped; --prefill=0 verifies
 # the pattern an earlier run wrote and catches a file without it; a --runtime bounds
 # the comparisons too; the flag is refused with a clear error for a back end other
-# than file, for writes and for an unknown comparison.
+# than file, for writes and for an unknown comparison. With --json, failures (these
+# and others: bad values, back-end strings) still print one JSON object, with "error".
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
 W=$(mktemp -d)
@@ -19,8 +20,13 @@ bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/err" "$W/out" 2
 # bench: description, expected exit code, python condition over the JSON d, args...
 bench() {
   local d=$1 want=$2 cond=$3; shift 3
+  json_run "$d" "$want" "$cond" --baseline=0 "$@"
+}
+# json_run: the same without --baseline=0 (an option bench --array does not have)
+json_run() {
+  local d=$1 want=$2 cond=$3; shift 3
   local rc=0
-  "$BAM" bench --target=cpu --json --quiet --baseline=0 "$@" >"$W/out" 2>"$W/err" || rc=$?
+  "$BAM" bench --target=cpu --json --quiet "$@" >"$W/out" 2>"$W/err" || rc=$?
   if [ "$rc" -ne "$want" ]; then
     bad "$d (exit $rc, expected $want)"
   elif python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($cond) else 1)" "$W/out"; then
@@ -47,7 +53,7 @@ and d['result']['verify_failures'] == 0 and d['result']['ios'] == IOS \
 and all(d['compare'][k]['iops'] > 0 and d['compare'][k]['MBps'] > 0 and d['compare'][k]['ios'] == IOS \
 and d['compare'][k]['errors'] == 0 and d['compare'][k]['verified'] > 0 \
 and d['compare'][k]['verify_failures'] == 0 and d['compare'][k]['ratio_iops'] > 0 \
-and d['compare'][k]['ratio_bw'] > 0 for k in ('posix', 'uring'))"
+and d['compare'][k]['ratio_bw'] > 0 for k in ('posix', 'uring')) and 'error' not in d"
 
 bench "cold (O_DIRECT where the file system allows it), 4 KiB random reads" 0 "${clean//IOS/4000} and d['compare']['uring']['qd'] == 128" \
   --backend="file:$W/a.dat,size=16M" --size=16M --bs=4k --threads=4 --number_ios=4000 --compare=posix,uring
@@ -57,7 +63,8 @@ bench "warm (page cache), two files striped, 64 KiB sequential reads" 0 "${clean
 bench "--prefill=0 verifies what the first run wrote" 0 "${clean//IOS/2000}" \
   --backend="file:$W/a.dat" --size=16M --bs=4k --threads=4 --number_ios=2000 --prefill=0 --compare=posix,uring
 bench "--prefill=0 on a file without the pattern: every reader sees wrong data" 1 \
-  "d['result']['verify_failures'] > 0 and d['compare']['posix']['verify_failures'] > 0 and d['compare']['uring']['verify_failures'] > 0" \
+  "d['result']['verify_failures'] > 0 and d['compare']['posix']['verify_failures'] > 0 and d['compare']['uring']['verify_failures'] > 0 \
+and d['error']['command'] == 'bench' and d['error']['exit_status'] == 1 and 'verification failures' in d['error']['message']" \
   --backend="file:$W/z.dat,size=4M" --size=4M --bs=4k --threads=2 --number_ios=500 --prefill=0 --compare=posix,uring
 bench "--runtime bounds the comparisons, --compare=posix alone" 0 \
   "'uring' not in d['compare'] and d['compare']['posix']['iops'] > 0 and d['compare']['posix']['seconds'] < 10" \
@@ -66,6 +73,23 @@ bench "--runtime bounds the comparisons, --compare=posix alone" 0 \
 refused "--compare with the emu back end" "--compare needs the file back end" --backend=emu --compare=posix,uring
 refused "--compare with writes" "--compare measures reads" --backend="file:$W/a.dat" --rw=randwrite --compare=posix
 refused "--compare=fio (unknown)" "bad value 'fio' for --compare" --backend="file:$W/a.dat" --compare=fio
+
+# with --json, a failure prints one JSON object {"error": {"command", "message" (the text on
+# stderr), "exit_status"}} on stdout (README, "Machine-readable output"), exit status unchanged
+same="d['error']['command'] == 'bench' and d['error']['message'] == open('$W/err').read().strip()"
+bench "--json failure: bad option value" 2 "$same and d['error']['exit_status'] == 2 and 'for --threads=0' in d['error']['message']" \
+  --threads=0
+bench "--json failure: --compare refused" 2 "$same and d['error']['exit_status'] == 2 and 'needs the file back end' in d['error']['message']" \
+  --backend=emu --compare=posix
+bench "--json failure: unparsable back-end string" 1 "$same and d['error']['exit_status'] == 1 and \"unknown key 'bogus'\" in d['error']['message']" \
+  --backend=emu:bogus=1 --size=4M
+json_run "--json failure: --array, unparsable back-end string" 1 "$same and d['error']['exit_status'] == 1 and \"unknown key 'bogus'\" in d['error']['message']" \
+  --array --backend=emu:bogus=1
+json_run "--json failure: --array, bad option value" 2 "$same and d['error']['exit_status'] == 2 and '--pattern=zigzag' in d['error']['message']" \
+  --array --pattern=zigzag
+bench "--json failure: I/O errors: the results and the error" 1 \
+  "d['result']['errors'] > 0 and d['error']['exit_status'] == 1 and 'I/O errors' in d['error']['message']" \
+  --backend=emu:err_rate=0.5 --size=4M --threads=2 --number_ios=100
 
 echo "bench --compare: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

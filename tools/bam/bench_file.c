@@ -21,6 +21,7 @@
 #include "bam/backend.h"
 #include "bench_file.h"
 #include "bench_kern.h" /* bench_check, emu_mix64 */
+#include "cli_util.h"
 #ifdef BAM_HAVE_CUDA
 #include "bench_gpu.h"
 #endif
@@ -290,9 +291,9 @@ static int cmp_launch(struct cmp_run *r, void *(*fn)(void *), const char *name, 
 			last = d;
 			last_t = now;
 		} else if (now - last_t > r->c->stall_ns) {
-			fprintf(stderr, "bench: %s: no read completed in %.0f s (%llu done): giving up\n", name,
+			cli_fail("bench: %s: no read completed in %.0f s (%llu done): giving up\n", name,
 				(double)r->c->stall_ns / 1e9, (unsigned long long)d);
-			_exit(1);
+			_exit(cli_exit(1)); /* with --json, the error object first */
 		}
 	}
 	uint64_t t1 = t0;

@@ -164,7 +164,7 @@ static int files_sync(const char *desc)
 		bench_files_free(&f);
 	}
 	if (rc)
-		fprintf(stderr, "bench: %s\n", err);
+		cli_fail("bench: %s\n", err);
 	return rc;
 }
 
@@ -300,7 +300,7 @@ static int run_compare(const struct bench_opts *o, const char *desc, struct benc
 	if (!rc)
 		rc = bench_files_open(&f, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "bench: --compare: %s\n", err);
+		cli_fail("bench: --compare: %s\n", err);
 		bench_files_free(&f);
 		return rc;
 	}
@@ -324,11 +324,11 @@ static int run_compare(const struct bench_opts *o, const char *desc, struct benc
 				f.n_direct == f.n ? "O_DIRECT" : f.n_direct ? "O_DIRECT on some files" : "buffered (page cache)");
 		rc = k ? bench_uring_run(&f, cc, &out->r[k]) : bench_posix_run(&f, cc, &out->r[k]);
 		if (rc)
-			fprintf(stderr, "bench: --compare=%s could not run: %s\n", cmp_name[k], bam_strerror(rc));
+			cli_fail("bench: --compare=%s could not run: %s\n", cmp_name[k], bam_strerror(rc));
 		else
 			out->ran[k] = 1;
 		if (out->r[k].first_error[0])
-			fprintf(stderr, "bench: compare %s: %llu failed reads, the first: %s\n", cmp_name[k],
+			cli_fail("bench: compare %s: %llu failed reads, the first: %s\n", cmp_name[k],
 				(unsigned long long)out->r[k].errors, out->r[k].first_error);
 	}
 	bench_files_free(&f);
@@ -409,6 +409,7 @@ int bam_cmd_bench(int argc, char **argv)
 		if (!strcmp(argv[i], "--array"))
 			return bam_bench_array(argc, argv);
 	int ch;
+	cli_json_init("bench", argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		char *end = NULL;
@@ -416,7 +417,7 @@ int bam_cmd_bench(int argc, char **argv)
 		case 'r':
 			o.rw_name = optarg;
 			if (parse_rw(optarg, &o.rw)) {
-				fprintf(stderr, "bench: --rw=%s: expected read, write, randread, randwrite or randrw\n", optarg);
+				cli_fail("bench: --rw=%s: expected read, write, randread, randwrite or randrw\n", optarg);
 				return 2;
 			}
 			break;
@@ -430,7 +431,7 @@ int bam_cmd_bench(int argc, char **argv)
 		case 'q': if (cli_u32(optarg, 1, 65535, &o.qpairs)) goto bad; break;
 		case 'Q':
 			if (cli_u32(optarg, 2, 65536, &o.queue_depth) || (o.queue_depth & (o.queue_depth - 1))) {
-				fprintf(stderr, "bench: --queue-depth=%s: a power of two from 2 to 65536\n", optarg);
+				cli_fail("bench: --queue-depth=%s: a power of two from 2 to 65536\n", optarg);
 				return 2;
 			}
 			break;
@@ -454,31 +455,35 @@ int bam_cmd_bench(int argc, char **argv)
 		case 'j': o.json = 1; break;
 		case 'Z': o.quiet = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: /* getopt said what is wrong on stderr */
+			cli_fail_note("bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
+				      argv[optind - 1]);
+			usage(stderr);
+			return 2;
 		bad:
-			fprintf(stderr, "bench: bad value '%s' for %s (bam bench --help)\n", optarg, argv[optind - 1]);
+			cli_fail("bench: bad value '%s' for %s (bam bench --help)\n", optarg, argv[optind - 1]);
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "bench: unexpected argument '%s'\n", argv[optind]);
+		cli_fail("bench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
 	if (o.bs < 512 || o.bs > (1u << 20) || (o.bs & 511)) {
-		fprintf(stderr, "bench: --bs=%llu: must be 512 B to 1 MiB, a multiple of 512\n", (unsigned long long)o.bs);
+		cli_fail("bench: --bs=%llu: must be 512 B to 1 MiB, a multiple of 512\n", (unsigned long long)o.bs);
 		return 2;
 	}
 	if (o.size < o.bs) {
-		fprintf(stderr, "bench: --size must hold at least one block of --bs\n");
+		cli_fail("bench: --size must hold at least one block of --bs\n");
 		return 2;
 	}
 	if (o.compare && (strncmp(o.backend, "file", 4) || (o.backend[4] && o.backend[4] != ':'))) {
-		fprintf(stderr, "bench: --compare needs the file back end (--backend=file:PATH...): it reads the "
+		cli_fail("bench: --compare needs the file back end (--backend=file:PATH...): it reads the "
 				"same files outside bam; the back end here is '%s'\n", o.backend);
 		return 2;
 	}
 	if (o.compare && o.rw != BENCH_READ && o.rw != BENCH_RANDREAD) {
-		fprintf(stderr, "bench: --compare measures reads: use --rw=randread or --rw=read\n");
+		cli_fail("bench: --compare measures reads: use --rw=randread or --rw=read\n");
 		return 2;
 	}
 
@@ -511,7 +516,7 @@ int bam_cmd_bench(int argc, char **argv)
 	if (tgt == BAM_TARGET_AUTO)
 		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
 	else if (tgt == BAM_TARGET_GPU && !bam_gpu_available()) {
-		fprintf(stderr, "bench: --target=gpu: no usable CUDA device was found (use --target=cpu)\n");
+		cli_fail("bench: --target=gpu: no usable CUDA device was found (use --target=cpu)\n");
 		return 1;
 	}
 #else
@@ -554,7 +559,7 @@ int bam_cmd_bench(int argc, char **argv)
 		fprintf(stderr, "bench: opening %s\n", backend);
 	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "bench: cannot open back end '%s': %s\n", backend, err);
+		cli_fail("bench: cannot open back end '%s': %s\n", backend, err);
 		return 1;
 	}
 	if (dbg)
@@ -564,7 +569,7 @@ int bam_cmd_bench(int argc, char **argv)
 	uint32_t n_ctrl = bam_ctx_ctrl_count(ctx);
 	int exit_code = 0;
 	if (o.bs % ns.lba_size) {
-		fprintf(stderr, "bench: --bs=%llu is not a multiple of the LBA size %u\n", (unsigned long long)o.bs, ns.lba_size);
+		cli_fail("bench: --bs=%llu is not a multiple of the LBA size %u\n", (unsigned long long)o.bs, ns.lba_size);
 		bam_ctx_close(ctx);
 		return 2;
 	}
@@ -574,7 +579,7 @@ int bam_cmd_bench(int argc, char **argv)
 		struct bam_ns_info ni;
 		bam_ctx_ns_info(ctx, c, &ni);
 		if (per_ctrl_blocks * o.bs > ni.nlba * ni.lba_size) {
-			fprintf(stderr, "bench: --size=%llu needs %llu bytes on each of %u controllers; controller %u has %llu\n",
+			cli_fail("bench: --size=%llu needs %llu bytes on each of %u controllers; controller %u has %llu\n",
 				(unsigned long long)o.size, (unsigned long long)(per_ctrl_blocks * o.bs), n_ctrl, c,
 				(unsigned long long)(ni.nlba * ni.lba_size));
 			bam_ctx_close(ctx);
@@ -608,7 +613,7 @@ int bam_cmd_bench(int argc, char **argv)
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		bam_cpu_launch(p.nchunks * n_ctrl, (uint32_t)(ncpu > 0 ? ncpu : 2), prefill_one, &p);
 		if (p.rc) {
-			fprintf(stderr, "bench: prefill failed: %s\n", bam_strerror(p.rc));
+			cli_fail("bench: prefill failed: %s\n", bam_strerror(p.rc));
 			bam_ctx_close(ctx);
 			return 1;
 		}
@@ -627,7 +632,7 @@ int bam_cmd_bench(int argc, char **argv)
 	struct bench_out *dout = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bench_out));
 	uint64_t *hlist = NULL;
 	if (!a.buf || !dout) {
-		fprintf(stderr, "bench: cannot allocate %llu bytes of I/O buffers\n", (unsigned long long)(nbuf * o.bs));
+		cli_fail("bench: cannot allocate %llu bytes of I/O buffers\n", (unsigned long long)(nbuf * o.bs));
 		bam_ctx_close(ctx);
 		return 1;
 	}
@@ -638,7 +643,7 @@ int bam_cmd_bench(int argc, char **argv)
 		a.prp = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * a.prp_stride);
 		hlist = calloc(nbuf, a.prp_stride);
 		if (!a.prp || !hlist) {
-			fprintf(stderr, "bench: cannot allocate PRP lists\n");
+			cli_fail("bench: cannot allocate PRP lists\n");
 			free(hlist);
 			bam_ctx_close(ctx);
 			return 1;
@@ -670,9 +675,9 @@ int bam_cmd_bench(int argc, char **argv)
 		while (!rc && bench_gpu_done(h) == 0) {
 			usleep(10000);
 			if (now_s() - t0 > limit) {
-				fprintf(stderr, "bench: the kernel did not finish within %.0f s; queue state:\n", limit);
+				cli_fail("bench: the kernel did not finish within %.0f s; queue state:\n", limit);
 				bam_ctx_dump(ctx, stderr);
-				_exit(1);
+				_exit(cli_exit(1)); /* with --json, the error object first */
 			}
 		}
 		if (!rc)
@@ -696,7 +701,7 @@ int bam_cmd_bench(int argc, char **argv)
 	struct bench_out res;
 	memset(&res, 0, sizeof(res));
 	if (rc || bam_mem_copy(ctx, &res, dout, sizeof(res))) {
-		fprintf(stderr, "bench: run failed: %s\n", bam_strerror(rc ? rc : -EIO));
+		cli_fail("bench: run failed: %s\n", bam_strerror(rc ? rc : -EIO));
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
@@ -788,6 +793,19 @@ int bam_cmd_bench(int argc, char **argv)
 		}
 		if (cmp.ran[0] || cmp.ran[1])
 			cmp_json(j, &cmp, on_gpu, iops, mbps);
+		if (exit_code) {
+			/* the results, and the error object as after any failure (cli_util.h) */
+			if (res.errors || res.timeouts || res.verify_fail)
+				cli_fail_note("bench: %llu I/O errors, %llu timeouts, %llu verification failures\n",
+					      (unsigned long long)res.errors, (unsigned long long)res.timeouts,
+					      (unsigned long long)res.verify_fail);
+			for (int k = 0; k < 2; k++) /* (failed reads were said on stderr) */
+				if (cmp.ran[k] && cmp.r[k].verify_fail)
+					cli_fail_note("bench: compare %s: %llu verification failures\n", cmp_name[k],
+						      (unsigned long long)cmp.r[k].verify_fail);
+			cJSON_AddItemToObject(j, "error", cli_json_error(exit_code));
+			cli_json_printed();
+		}
 		char *s = cJSON_Print(j);
 		printf("%s\n", s);
 		free(s);

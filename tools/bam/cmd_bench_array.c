@@ -86,6 +86,7 @@ int bam_bench_array(int argc, char **argv)
 		{"working-set", 1, 0, 'W'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'}, {"json", 0, 0, 'j'},
 		{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
+	cli_json_init("bench", argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		uint64_t v;
@@ -137,10 +138,12 @@ int bam_bench_array(int argc, char **argv)
 			       "  --working-set=SIZE bytes swept by --pattern=hot (default half the cache)\n"
 			       "  --backend=STR --target=gpu|cpu|auto --ctrl-workers=N --json --quiet\n");
 			return 0;
-		default:
+		default: /* getopt said what is wrong on stderr */
+			cli_fail_note("bench --array: bad option '%s': unknown, ambiguous or missing its value "
+				      "(bam bench --array --help)\n", argv[optind - 1]);
 			return 2;
 		bad:
-			fprintf(stderr, "bench --array: bad value '%s' for %s (bam bench --array --help)\n", optarg, argv[optind - 1]);
+			cli_fail("bench --array: bad value '%s' for %s (bam bench --array --help)\n", optarg, argv[optind - 1]);
 			return 2;
 		}
 	}
@@ -160,7 +163,7 @@ int bam_bench_array(int argc, char **argv)
 	char err[512];
 	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
 	if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
-		fprintf(stderr, "bench --array: --cache-size=%s: %s\n", cache_arg, err);
+		cli_fail("bench --array: --cache-size=%s: %s\n", cache_arg, err);
 		return 1;
 	}
 	uint64_t n = size / 8;
@@ -184,13 +187,16 @@ int bam_bench_array(int argc, char **argv)
 	struct bam_ctx *ctx;
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "bench --array: cannot open '%s': %s\n", be, err);
+		cli_fail("bench --array: cannot open '%s': %s\n", be, err);
 		return 1;
 	}
 	struct bam_cache *cache = NULL;
 	struct bam_array *arr = NULL;
 	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
 	if ((rc = bam_cache_create(ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &arr))) {
+		/* the library said why on stderr */
+		cli_fail_note("bench --array: creating the cache and the array failed: %s (the reason is on stderr)\n",
+			      bam_strerror(rc));
 		bam_ctx_close(ctx);
 		return 1;
 	}
@@ -204,7 +210,7 @@ int bam_bench_array(int argc, char **argv)
 				.seed = 42, .pattern = pattern, .coalesce = coalesce, .bad = counters, .errs = counters + 1};
 	double secs = 0;
 	if (f.rc || !counters) {
-		fprintf(stderr, "bench --array: setup failed\n");
+		cli_fail("bench --array: setup failed\n");
 		rc = -EIO;
 		goto out;
 	}
@@ -254,6 +260,12 @@ int bam_bench_array(int argc, char **argv)
 		if (base_bps > 0) {
 			cJSON_AddNumberToObject(j, "hbm_GBps", base_bps / 1e9);
 			cJSON_AddNumberToObject(j, "ratio_to_hbm", bw / base_bps);
+		}
+		if (res[0] || res[1]) { /* exit status 1: the error object as after any failure */
+			cli_fail_note("bench --array: %llu wrong values, %llu errors\n", (unsigned long long)res[0],
+				      (unsigned long long)res[1]);
+			cJSON_AddItemToObject(j, "error", cli_json_error(1));
+			cli_json_printed();
 		}
 		char *s = cJSON_PrintUnformatted(j);
 		printf("%s\n", s);
