@@ -44,7 +44,6 @@ struct gopts {
 	uint32_t qpairs, workers;
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
-	uint32_t walk_lanes;  /* GPU: lanes per walker of a vertex range (graph_kern.h) */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
 
@@ -93,9 +92,6 @@ static void usage(FILE *f, const char *cmd)
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify           check the result against the CPU reference\n"
 		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   I/O engine settings\n"
-		"  --walk-lanes=N     GPU: lanes that walk one range of vertices in CC and in BFS\n"
-		"                     levels found by scan: 32 (a warp), 16 or 8 (a warp walks 2 or\n"
-		"                     4 ranges, with as many cache misses in flight); default %u\n"
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
@@ -109,8 +105,7 @@ static void usage(FILE *f, const char *cmd)
 					  "                     by the level before, in discovery order), scan (the level\n"
 					  "                     array in vertex order: edges read in order, but every level\n"
 					  "                     reads all n levels, slow on long thin graphs) or auto\n"
-					  "                     (default: scan when the frontier holds >= n/256 vertices)\n",
-		GV_WALK_LANES);
+					  "                     (default: scan when the frontier holds >= n/256 vertices)\n");
 }
 
 /* read a byte range of the graph file */
@@ -149,7 +144,7 @@ static void cpu_range_fn(void *arg, uint64_t t)
 	struct cpu_walk *c = arg;
 	uint64_t first = t * c->per, last = first + c->per < c->g->n ? first + c->per : c->g->n;
 	if (first < last)
-		walk_range(c->g, c->b, c->c, first, last, 0, 1, 1);
+		walk_range(c->g, c->b, c->c, first, last, 0, 1);
 }
 static void cpu_chunk_fn(void *arg, uint64_t k)
 {
@@ -324,7 +319,6 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	gv.n = n;
 	gv.m = m;
 	gv.id_bytes = hdr.id_bytes;
-	gv.walk_lanes = o->walk_lanes;
 	if (o->mode == MODE_BAM) {
 		uint32_t k = cli_backend_count(o->backend);
 		uint64_t lines = (hdr.offsets_bytes + o->line - 1) / o->line / k + 1 + (hdr.edges_bytes + o->line - 1) / o->line / k + 1;
@@ -655,7 +649,6 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 		}
 		cJSON_AddNumberToObject(j, "long_list_chunks", (double)r->chunks);
-		cJSON_AddNumberToObject(j, "walk_lanes", o->walk_lanes);
 		cJSON_AddStringToObject(j, "verified", r->verified > 0 ? "yes" : r->verified < 0 ? "MISMATCH" : "not checked");
 		if (o->mode == MODE_BAM) {
 			double req = (double)(r->st_off.c.bytes_requested + r->st_edge.c.bytes_requested);
@@ -729,7 +722,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
-		{"walk-lanes", 1, 0, 'W'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -791,13 +784,6 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'Q': if (cli_u32(optarg, 1, 65535, &o->qpairs)) goto bad; break;
 		case 'w': if (cli_u32(optarg, 1, 1024, &o->workers)) goto bad; break;
 		case 'o': if (cli_u64(optarg, 1, 3600000, &o->timeout_ms)) goto bad; break;
-		case 'W':
-			if (strcmp(optarg, "8") && strcmp(optarg, "16") && strcmp(optarg, "32")) {
-				cli_fail("%s: --walk-lanes=%s: expected 8, 16 or 32\n", cmd, optarg);
-				return 2;
-			}
-			o->walk_lanes = (uint32_t)atoi(optarg);
-			break;
 		case 'h': usage(stdout, cmd); return -1;
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("%s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
@@ -816,7 +802,6 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 {
 	const char *cmd = do_cc ? "cc" : "bfs";
 	struct gopts o = {.backend = "emu", .line = 4096, .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
-			  .walk_lanes = GV_WALK_LANES,
 			  .timeout_ms = 10000};
 	int rc = parse_common(argc, argv, &o, cmd);
 	if (rc)
@@ -846,8 +831,7 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 
 int bam_cmd_demo(int argc, char **argv)
 {
-	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000,
-			  .walk_lanes = GV_WALK_LANES};
+	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: bam demo [INPUT] [options]\n"

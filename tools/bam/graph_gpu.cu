@@ -34,20 +34,15 @@ __global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
 		bfs_warp(&g, &b, w, threadIdx.x & 31u, 32);
 }
 
-/* each walker (walk_lanes lanes of a warp) a contiguous range of vertices
- * (graph_kern.h, walk_range); b or c is NULL */
+/* each warp a contiguous range of vertices (graph_kern.h, walk_range); b or c is NULL */
 __device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
-	const uint32_t wl = g->walk_lanes == 8 || g->walk_lanes == 16 ? g->walk_lanes : 32;
-	const uint32_t sh = wl == 8 ? 3 : wl == 16 ? 4 : 5;
-	uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> sh;
-	uint64_t nw = ((uint64_t)gridDim.x * blockDim.x) >> sh;
+	uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint64_t nw = ((uint64_t)gridDim.x * blockDim.x) >> 5;
 	uint64_t per = (g->n + nw - 1) / nw;
 	uint64_t first = w * per, last = first + per < g->n ? first + per : g->n;
-	const uint32_t lane = threadIdx.x & 31u;
-	const uint32_t gmask = wl == 32 ? 0xffffffffu : ((1u << wl) - 1u) << (lane & ~(wl - 1u));
 	if (first < last)
-		walk_range(g, b, c, first, last, lane & (wl - 1u), wl, gmask);
+		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32);
 }
 
 __global__ void bfs_scan_kernel(struct graph_view g, struct bfs_state b)

@@ -50,13 +50,7 @@ struct graph_view {
 	struct gv_counters *ctr;      /* the level's / pass's counters, target memory */
 	struct gv_chunk *heavy;       /* chunk queue: [0, ctr->heavy_n), heavy_cap entries */
 	uint64_t heavy_cap;
-	uint32_t walk_lanes;          /* GPU: lanes per walker of a vertex range (walk_range):
-				       * 32, 16 or 8; 0 = 32 */
-	uint32_t pad;
 };
-
-/* Lanes per walker of a vertex range on the GPU (walk_range), unless --walk-lanes. */
-#define GV_WALK_LANES 32u
 
 /* Neighbour lists longer than GV_CHUNK edges are not walked by the warp that finds
  * them: it queues them as chunks of at most GV_CHUNK edges (aligned to multiples of
@@ -248,10 +242,9 @@ BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, str
 }
 
 /* Queue the list [s, e) of v as chunks if it is longer than GV_CHUNK (all lanes of the
- * calling group, mask gmask on the GPU, call with the same arguments; they write the
- * entries). Returns 1 if queued. */
+ * warp call with the same arguments; they write the entries). Returns 1 if queued. */
 BAM_HD_INLINE int heavy_push(const struct graph_view *g, uint64_t v, uint64_t s, uint64_t e, uint32_t lane,
-			     uint32_t wsize, uint32_t gmask)
+			     uint32_t wsize)
 {
 	if (e - s <= GV_CHUNK || !g->heavy)
 		return 0;
@@ -260,9 +253,7 @@ BAM_HD_INLINE int heavy_push(const struct graph_view *g, uint64_t v, uint64_t s,
 	if (lane == 0)
 		at = bam_fetch_add_relaxed_gpu_u64(&g->ctr->heavy_n, cnt);
 #if BAM_ON_GPU
-	at = __shfl_sync(gmask, at, __ffs(gmask) - 1);
-#else
-	(void)gmask;
+	at = __shfl_sync(0xffffffffu, at, 0);
 #endif
 	if (at + cnt > g->heavy_cap) {
 		/* cannot happen with heavy_cap = gv_heavy_cap(m); walk the list here rather
@@ -284,7 +275,7 @@ BAM_HD_INLINE int heavy_push(const struct graph_view *g, uint64_t v, uint64_t s,
 BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
 {
 	uint64_t v = b->cur[w], s, e;
-	if (gv_range(g, v, &s, &e) || heavy_push(g, v, s, e, lane, wsize, 0xffffffffu))
+	if (gv_range(g, v, &s, &e) || heavy_push(g, v, s, e, lane, wsize))
 		return;
 	struct bam_line h = {0};
 	h.slot = -1;
@@ -305,8 +296,7 @@ BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, s
 	gv_edges_done(g, &h, n, gets);
 }
 
-#define CC_BATCH 31u /* vertices per batch (CPU target; GPU: lanes per walker - 1): their
-		      * offsets are read by the walker's lanes at once */
+#define CC_BATCH 31u /* vertices per batch: their 32 offsets are read by one warp at once */
 
 /* Offset v into *o: plain, or through the array (warp-coalesced among the calling
  * threads on the GPU; through the thread's handle h on the CPU target). */
@@ -332,10 +322,8 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 }
 
 /*
- * One walker walks the vertices of [first, last) in vertex order: on the GPU wsize
- * lanes of a warp (32, 16 or 8: graph_view.walk_lanes; gmask names them, lane is the
- * index among them), so a warp may walk 1, 2 or 4 ranges with as many line fills in
- * flight; on the CPU target one thread (wsize 1). CC (c set): every vertex, joined with all its out-neighbours. BFS
+ * One warp (or one CPU thread, wsize 1) walks the vertices of [first, last) in vertex
+ * order. CC (c set): every vertex, joined with all its out-neighbours. BFS
  * (b set, "scan" frontier): only the vertices whose level is b->depth, i.e. the
  * frontier, found by reading the level array instead of a frontier queue; in vertex
  * order, the neighbour lists are read in edge-array order, so a line of the edge array
@@ -347,35 +335,28 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
  * shares them with __shfl_sync; then it walks the wanted neighbour lists through one
  * line handle per thread, so the cache is probed about once per line rather than once
  * per vertex. Lists longer than GV_CHUNK go to the chunk queue. The handle is dropped
- * before the next batch's offsets are read: a walker never holds a line while it waits
- * for another (no hold-and-wait, so no deadlock when the cache has fewer lines than
- * walkers; the walkers of one warp progress independently, sm_70 and later).
+ * before the next batch's offsets are read: a warp never holds a line while it waits
+ * for another (no hold-and-wait among warps, so no deadlock when the cache has fewer
+ * lines than warps).
  */
 BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
-			      uint64_t last, uint32_t lane, uint32_t wsize, uint32_t gmask)
+			      uint64_t last, uint32_t lane, uint32_t wsize)
 {
 	int bad = 0;
-#if BAM_ON_GPU
-	const uint32_t batch = wsize - 1, gbase = (uint32_t)__ffs(gmask) - 1;
-#else
-	const uint32_t batch = CC_BATCH;
-	(void)gmask;
-#endif
-	for (uint64_t base = first; base < last && !bad; base += batch) {
-		const uint32_t cnt = last - base < batch ? (uint32_t)(last - base) : batch;
+	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
+		const uint32_t cnt = last - base < CC_BATCH ? (uint32_t)(last - base) : CC_BATCH;
 		struct bam_line ho = {0};
 		ho.slot = -1;
 #if BAM_ON_GPU
 		uint32_t want = (1u << cnt) - 1;
 		if (b)
-			want = __ballot_sync(gmask, lane < cnt && bam_load_relaxed_u32(&b->level[base + lane]) == b->depth) >>
-			       gbase;
+			want = __ballot_sync(0xffffffffu, lane < cnt && bam_load_relaxed_u32(&b->level[base + lane]) == b->depth);
 		if (!want)
 			continue;
 		uint64_t ol = 0;
 		if (lane <= cnt && gv_off(g, &ho, base + lane, &ol))
 			bad = 1;
-		if (__any_sync(gmask, bad))
+		if (__any_sync(0xffffffffu, bad))
 			break;
 #else
 		uint32_t want = (1u << cnt) - 1;
@@ -402,15 +383,15 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
 				continue;
 			const uint64_t v = base + j;
 #if BAM_ON_GPU
-			const uint64_t s = __shfl_sync(gmask, ol, gbase + j), e = __shfl_sync(gmask, ol, gbase + j + 1);
+			const uint64_t s = __shfl_sync(0xffffffffu, ol, j), e = __shfl_sync(0xffffffffu, ol, j + 1);
 #else
 			const uint64_t s = ob[j], e = ob[j + 1];
 #endif
-			if (heavy_push(g, v, s, e, lane, wsize, gmask))
+			if (heavy_push(g, v, s, e, lane, wsize))
 				continue;
 			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets);
 #if BAM_ON_GPU
-			bad = __any_sync(gmask, bad);
+			bad = __any_sync(0xffffffffu, bad);
 #endif
 		}
 		gv_edges_done(g, &h, n, gets);
