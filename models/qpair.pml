@@ -77,8 +77,6 @@
  *   BROKEN_EARLY_FREE  the waiter frees its CID and credit once it consumed its CQE,
  *                      before the CQ head passes it
  *   BROKEN_CREDIT      credit limit depth instead of depth-1 (c <= mask at :272)
- *   BROKEN_BATCH_PHASE (with CTRL_GPU) a batch's CQEs posted at once all carry the
- *                      phase of the first one, also those past the CQ's wrap
  *   BROKEN_PHASE       the waiter matches a CQE by CID alone, ignoring the phase tag
  *   BROKEN_CID_BEFORE_HEAD  the CID of a passed CQE freed before cq_head is published
  *                      (:185 left out): qpair.h before commit f825e47, bug 1 of
@@ -617,21 +615,17 @@ end_poll:
 }
 #else
 /*
- * The GPU worker: serve_queue (src/emu/emu_gpu.cu). It takes up to
+ * The GPU worker: serve_queue (src/emu/emu_gpu.cu:68-206). It takes up to
  * min(SQEs available, free CQ slots) SQEs at once, sets sq_head past all of them,
- * and posts their CQEs, each with SQHD = the new sq_head: in CQ order when commands
- * have times to wait for, else every lane at once, so the entries of a batch become
- * visible in any order. The model posts them in any order (which includes CQ order):
- * entry i of the batch at CQ slot ctail + i, with the phase of that slot's pass.
- * Every lane loads the SQ tail doorbell and the batch is the smallest count a lane
- * saw: the count of one load, so one load stands for them.
+ * and posts their CQEs in order, each with SQHD = the new sq_head. Every lane loads
+ * the SQ tail doorbell and the batch is the smallest count a lane saw (:79-81): the
+ * count of one load, so one load stands for them.
  */
 active proctype Controller()
 {
-	byte head = 0, pos = 0, tail, ctail = 0, n, i, k, cnt;
+	byte head = 0, pos = 0, tail, ctail = 0, n, i;
 	bit phase = 1;
 	byte bcid[D], bcmd[D];
-	bit bdone[D];
 
 end_poll:
 	do
@@ -660,48 +654,28 @@ end_poll:
 			}
 		:: else -> break
 		od;
-		atomic { head = (head + n) % D; i = 0; cnt = 0 }        /* sq_head past the batch */
-		do                                      /* post the batch's CQEs, any order */
-		:: cnt < n ->
-			select (i : 0 .. D - 1);
-			if
-			:: i < n && !bdone[i] ->
-				atomic {
-					k = (ctail + i) % D;
-					assert(!g_cq_live[k]);
-					cqe_sqhd[k] = head;
-					cqe_cid[k] = bcid[i];
-#ifdef BROKEN_BATCH_PHASE
-					cqe_ph[k] = phase;      /* BROKEN: no flip for entries past the wrap */
-#else
-					cqe_ph[k] = (ctail + i >= D -> 1 - phase : phase);
-#endif
-					cqe_cmd[k] = bcmd[i];
-					g_cq_live[k] = 1;
-					g_cq_taken[k] = 0;
-					bdone[i] = 1;
-					bcid[i] = 0; bcmd[i] = 0;
-					cnt++;
-					k = 0
-				}
-			:: else -> skip
-			fi;
-			i = 0
+		atomic { head = (head + n) % D; i = 0 }         /* :188-189 */
+		do                                      /* :191-204 post in CQ order */
+		:: i < n ->
+			atomic {
+				assert(!g_cq_live[ctail]);
+				cqe_sqhd[ctail] = head;
+				cqe_cid[ctail] = bcid[i];
+				cqe_ph[ctail] = phase;
+				cqe_cmd[ctail] = bcmd[i];
+				g_cq_live[ctail] = 1;
+				g_cq_taken[ctail] = 0;
+				ctail = (ctail + 1) % D;
+				if
+				:: ctail == 0 -> phase = 1 - phase
+				:: else -> skip
+				fi;
+				bcid[i] = 0; bcmd[i] = 0;
+				i++
+			}
 		:: else -> break
 		od;
-		atomic {                                /* the tail (and phase) past the batch */
-			if
-			:: ctail + n >= D -> phase = 1 - phase
-			:: else -> skip
-			fi;
-			ctail = (ctail + n) % D;
-			i = 0;
-			do
-			:: i < D -> bdone[i] = 0; i++
-			:: else -> break
-			od;
-			n = 0; i = 0; cnt = 0
-		}
+		atomic { n = 0; i = 0 }
 	   fi
 	od
 }

@@ -260,19 +260,17 @@ BAM_HD_INLINE uint64_t emu_ready_time(struct emu_ctrl *c, int write, uint32_t by
 	return r > now_ns + lat ? r : now_ns + lat;
 }
 
-/* Write a CQE at CQ slot 'slot' with phase tag 'phase': DW0-DW2 first, DW3 (CID +
- * status + phase tag) last with a release (system scope; GPU scope for the GPU
- * workers), so a poller that sees the new phase sees the rest and the command's data
- * (Base 4.6: the phase tag marks a new entry). Does not move the tail. Caller owns
- * the queue. */
-BAM_HD_INLINE void emu_post_cqe_at(struct emu_queue *q, uint32_t slot, uint32_t phase, uint16_t cid, uint16_t status)
+/* Post a CQE at the queue's CQ tail: DW0-DW2 first, DW3 (CID + status + phase tag)
+ * last with a system-scope release, so a poller that sees the new phase sees the rest
+ * (Base 4.6: the phase tag marks a new entry). Caller owns the queue. */
+BAM_HD_INLINE void emu_post_cqe(struct emu_queue *q, uint16_t cid, uint16_t status)
 {
-	struct nvme_cqe *e = &q->cq[slot];
+	struct nvme_cqe *e = &q->cq[q->cq_tail];
 	uint32_t *w = (uint32_t *)e;
 	bam_store_relaxed_u32(&w[0], 0);
 	bam_store_relaxed_u32(&w[1], 0);
 	bam_store_relaxed_u32(&w[2], (uint32_t)q->sq_head | ((uint32_t)q->sqid << 16));
-	uint32_t dw3 = (uint32_t)cid | ((uint32_t)((status & NVME_STATUS_MASK) | phase) << 16);
+	uint32_t dw3 = (uint32_t)cid | ((uint32_t)((status & NVME_STATUS_MASK) | q->phase) << 16);
 #if BAM_ON_GPU
 	/* the GPU-resident controller serves only this GPU's threads (backend.h
 	 * gpu_resident): GPU scope orders the CQE for them */
@@ -280,12 +278,6 @@ BAM_HD_INLINE void emu_post_cqe_at(struct emu_queue *q, uint32_t slot, uint32_t 
 #else
 	bam_store_release_sys_u32(&w[3], dw3);
 #endif
-}
-
-/* Post a CQE at the queue's CQ tail and advance the tail (the phase flips on a wrap). */
-BAM_HD_INLINE void emu_post_cqe(struct emu_queue *q, uint16_t cid, uint16_t status)
-{
-	emu_post_cqe_at(q, q->cq_tail, q->phase, cid, status);
 	if (++q->cq_tail == q->depth) {
 		q->cq_tail = 0;
 		q->phase ^= 1u;

@@ -245,32 +245,10 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 	}
 	if (extra)
 		ready = (ready ? ready : now) + extra;
+	/* post in CQ order; lane j posts when its time has come */
 	if (lane == 0)
 		q->sq_head = (head + n) % depth;
 	__syncwarp();
-	/* No command of the batch has a time to wait for (the unlimited profile, no
-	 * injected delay): every lane posts its CQE at once, at its position among the
-	 * posted ones (dropped CQEs take no CQ entry). A waiter scans the CQ from the head
-	 * and stops at the first entry without the current phase, so an entry that becomes
-	 * visible before an earlier one is found once the earlier one is; the head moves
-	 * only over consumed entries. One release per lane instead of one per command in
-	 * turn: the per-command cost of small transfers. */
-	if (__all_sync(0xffffffffu, ready == 0)) {
-		const uint32_t post = __ballot_sync(0xffffffffu, lane < n && !drop);
-		const uint32_t idx = __popc(post & ((1u << lane) - 1u));
-		const uint32_t tail = q->cq_tail, phase = q->phase;
-		if (post >> lane & 1u)
-			emu_post_cqe_at(q, (tail + idx) % depth, phase ^ (tail + idx >= depth), s.cid, st);
-		__syncwarp();
-		if (lane == 0) {
-			const uint32_t t = tail + (uint32_t)__popc(post);
-			q->cq_tail = t % depth;
-			q->phase = phase ^ (t >= depth);
-		}
-		__syncwarp();
-		return n;
-	}
-	/* post in CQ order; lane j posts when its time has come */
 	for (uint32_t j = 0; j < n; j++) {
 		uint64_t rj = __shfl_sync(0xffffffffu, ready, j);
 		uint32_t guard = 0;
