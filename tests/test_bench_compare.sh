@@ -8,6 +8,7 @@
 # the comparisons too; the flag is refused with a clear error for a back end other
 # than file, for writes and for an unknown comparison. With --json, failures (these
 # and others: bad values, back-end strings) still print one JSON object, with "error".
+# Last: several I/Os in flight per thread on small queue pairs complete without timeouts.
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
 W=$(mktemp -d)
@@ -90,6 +91,17 @@ json_run "--json failure: --array, bad option value" 2 "$same and d['error']['ex
 bench "--json failure: I/O errors: the results and the error" 1 \
   "d['result']['errors'] > 0 and d['error']['exit_status'] == 1 and 'I/O errors' in d['error']['message']" \
   --backend=emu:err_rate=0.5 --size=4M --threads=2 --number_ios=100
+
+# several I/Os in flight per thread on a small queue pair: a thread whose own completed
+# CQE holds the CQ head must not wait for room (it waits for its oldest I/O instead);
+# before that fix every one of these runs ended in timeouts on a healthy controller
+ioq="d['result']['timeouts'] == 0 and d['result']['errors'] == 0 and d['result']['verify_failures'] == 0"
+bench "--iodepth=2, one thread, a queue pair of depth 2" 0 "$ioq and d['result']['ios'] == 100" \
+  --size=16M --threads=1 --qpairs=1 --queue-depth=2 --iodepth=2 --number_ios=100 --timeout-ms=2000
+bench "--iodepth=4, 16 threads, one queue pair of depth 8" 0 "$ioq and d['result']['ios'] == 4000" \
+  --size=16M --threads=16 --qpairs=1 --queue-depth=8 --iodepth=4 --number_ios=4000 --timeout-ms=2000
+bench "--iodepth=32, 16 threads, queue pairs of depth 256" 0 "$ioq and d['result']['ios'] == 100000" \
+  --size=16M --threads=16 --queue-depth=256 --iodepth=32 --number_ios=100000 --timeout-ms=2000
 
 echo "bench --compare: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -169,6 +169,26 @@ BAM_HD_INLINE void bam_qp_backoff(uint32_t iter)
 	bam_spin_pause(iter);
 }
 
+/* Pause of a thread waiting for a credit of a full queue pair. GPU: bam_qp_backoff.
+ * Host threads: after the yields of bam_spin_pause, sleeps doubling from 16 us to
+ * 1 ms: a hundred threads in line for one queue pair waking every 20 us took the
+ * cores from the controller's own threads (CPU target), so completions came further
+ * apart than the timeout. */
+BAM_HD_INLINE void bam_qp_credit_pause(uint32_t iter)
+{
+#if BAM_ON_GPU
+	bam_qp_backoff(iter);
+#else
+	if (iter < 256) {
+		bam_spin_pause(iter);
+	} else {
+		const uint32_t k = iter - 256 < 6 ? iter - 256 : 6;
+		struct timespec ts = {0, (long)(16000u << k)};
+		nanosleep(&ts, NULL);
+	}
+#endif
+}
+
 /* Pause between two polls of the CQ by a waiter. A CQ in GPU memory (the emulator)
  * is polled about every 256 ns (bam_spin_pause). A CQ in host memory (sys_scope on
  * the GPU: a host-side service such as the file back end posts the CQEs) costs a PCIe
@@ -315,9 +335,30 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
  * each completion meanwhile, or when no CID frees up or the tail does not pass the
  * command before that (it is then abandoned: its completion is discarded); -EIO when
  * the queue pair is broken (a ticket's slot never freed).
+ * A thread must not call it while a command of its own on this queue pair is
+ * complete but not yet waited for: that CQE holds the CQ head, so no credit frees up
+ * and the wait ends in -ETIMEDOUT. A thread with several commands in flight uses
+ * bam_qpair_try_submit and waits for its oldest when the queue pair is full.
  */
+BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sqe *sqe, uint64_t deadline,
+				      uint16_t *cid, int wait_credit);
+
 BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
 				   uint64_t deadline, uint16_t *cid)
+{
+	return bam_qpair_submit_ex(qp, sqe, deadline, cid, 1);
+}
+
+/* bam_qpair_submit without waiting for a credit: -EAGAIN at once (nothing taken)
+ * when the queue pair holds depth-1 commands. */
+BAM_HD_INLINE int bam_qpair_try_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
+				       uint64_t deadline, uint16_t *cid)
+{
+	return bam_qpair_submit_ex(qp, sqe, deadline, cid, 0);
+}
+
+BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sqe *sqe, uint64_t deadline,
+				      uint16_t *cid, int wait_credit)
 {
 	const uint32_t mask = qp->depth - 1;
 	uint32_t iter = 0;
@@ -338,6 +379,8 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 		if (c < mask && bam_cas_acq_rel_gpu_u32(&qp->credits, c, c + 1) == c)
 			break;
 		if (c >= mask) {
+			if (!wait_credit)
+				return -EAGAIN;
 			/* full: every waiter for a credit polls the same word, so with
 			 * thousands of them per queue pair they back off (bam_qp_backoff) and,
 			 * on the GPU, only every fourth poll helps move the CQ head (host
@@ -353,9 +396,11 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 				seen_head = h;
 				deadline = now + window;
 			}
-			if (now > deadline)
+			if (now > deadline) {
+				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
 				return -ETIMEDOUT;
-			bam_qp_backoff(iter++);
+			}
+			bam_qp_credit_pause(iter++);
 		}
 	}
 
@@ -369,6 +414,7 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
 			break;
 		if (i > 4 * qp->depth && bam_qp_deadline_passed(deadline)) {
 			bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
+			bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
 			return -ETIMEDOUT;
 		}
 	}

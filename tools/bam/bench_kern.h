@@ -182,9 +182,21 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 		uint64_t prp = 0;
 		if (a->prp)
 			prp = (uint64_t)(uintptr_t)(a->prp + (tid * depth + si) * (uint64_t)(a->prp_stride / 8u));
-		sl->t0 = bam_time_ns();
-		int rc = bam_dev_io_submit(a->dev, sl->c, tid, write ? NVME_CMD_WRITE : NVME_CMD_READ, sl->lba, nlb,
-					   (uint64_t)(uintptr_t)b, prp, &sl->io);
+		int rc;
+		for (;;) {
+			/* with I/Os of its own in flight a thread must not wait for room in the
+			 * queue pair: its own completed CQEs may be what holds the CQ head
+			 * (bam_qpair_submit). It waits for its oldest instead, then tries again. */
+			sl->t0 = bam_time_ns();
+			rc = bam_dev_io_submit_ex(a->dev, sl->c, tid, write ? NVME_CMD_WRITE : NVME_CMD_READ, sl->lba,
+						  nlb, (uint64_t)(uintptr_t)b, prp, &sl->io, inflight > 0);
+			if (rc != -EAGAIN)
+				break;
+			uint32_t oi = (next + depth - inflight) % depth;
+			if (bench_complete(a, &slots[oi], a->buf + ((tid * depth + oi) * (uint64_t)a->bs)))
+				halted = 1;
+			inflight--;
+		}
 		issued++;
 		if (rc) {
 			bam_fetch_add_relaxed_gpu_u64(&a->out->timeouts, 1);

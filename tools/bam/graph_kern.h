@@ -84,6 +84,19 @@ BAM_HD_INLINE void gv_fail(const struct graph_view *g, int rc)
 		bam_cas_acq_rel_gpu_u32(&g->ctr->error, 0, (uint32_t)-rc);
 }
 
+/* Has this level / pass already failed (an I/O error or timeout recorded by any
+ * thread)? Then the callers start no new work: after a dead controller's first
+ * timeout, later reads would each wait out their own (on the CPU target one range
+ * after another). On the GPU the answer is the same for the whole warp. */
+BAM_HD_INLINE int gv_failed(const struct graph_view *g)
+{
+	int f = g->ctr && bam_load_relaxed_u32(&g->ctr->error) != 0;
+#if BAM_ON_GPU
+	f = __any_sync(0xffffffffu, f);
+#endif
+	return f;
+}
+
 /* Neighbour range of v; every thread of the calling group passes the same v
  * (coalesced into one line access). */
 BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, uint64_t *e)
@@ -275,7 +288,7 @@ BAM_HD_INLINE int heavy_push(const struct graph_view *g, uint64_t v, uint64_t s,
 BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
 {
 	uint64_t v = b->cur[w], s, e;
-	if (gv_range(g, v, &s, &e) || heavy_push(g, v, s, e, lane, wsize))
+	if (gv_failed(g) || gv_range(g, v, &s, &e) || heavy_push(g, v, s, e, lane, wsize))
 		return;
 	struct bam_line h = {0};
 	h.slot = -1;
@@ -288,6 +301,8 @@ BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uin
 BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
 			      uint32_t lane, uint32_t wsize)
 {
+	if (gv_failed(g))
+		return;
 	const struct gv_chunk ch = g->heavy[k];
 	struct bam_line h = {0};
 	h.slot = -1;
@@ -344,6 +359,8 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
 {
 	int bad = 0;
 	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
+		if (gv_failed(g))
+			break;
 		const uint32_t cnt = last - base < CC_BATCH ? (uint32_t)(last - base) : CC_BATCH;
 		struct bam_line ho = {0};
 		ho.slot = -1;
