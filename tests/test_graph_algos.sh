@@ -79,6 +79,22 @@ refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" 
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
 if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
+# import refuses to write over its input (and leaves it as it was); bench --array
+# refuses a stray argument; an empty --backend= is the default emu, sized to the graph
+printf '1 2\n2 3\n' >"$W/in.snap"
+cp "$W/in.snap" "$W/in0.snap"
+if ! "$BAM" graph import "$W/in.snap" -o "$W/in.snap" --quiet >"$W/out" 2>&1 && grep -q "the output is the input file" "$W/out" &&
+  cmp -s "$W/in.snap" "$W/in0.snap"; then
+  pass=$((pass + 1)); echo "ok: import refuses -o INPUT, input intact"
+else
+  fail=$((fail + 1)); echo "FAIL: import over its input"; cat "$W/out"
+fi
+refuse "bench --array: a stray argument" "unexpected argument" "$BAM" bench --array "$W/typo"
+check "--backend= (empty): the default emu" "$BAM" bfs "$k" --backend= --sources=2
+sz=$("$BAM" bfs "$k" --backend= --sources=2 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["storage"])')
+case "$sz" in *size=1073741824*) fail=$((fail + 1)); echo "FAIL: --backend= got the 1 GiB default namespace: $sz" ;;
+  *size=*) pass=$((pass + 1)); echo "ok: --backend= sized to the graph ($sz)" ;;
+  *) fail=$((fail + 1)); echo "FAIL: --backend= storage '$sz'" ;; esac
 # with --json, a failure still prints one JSON object on stdout, {"error": {"command",
 # "message", "exit_status"}} (README, "Machine-readable output"), next to the results when
 # there are some; the exit status and the message on stderr are as without --json

@@ -21,6 +21,8 @@ uint32_t cli_backend_count(const char *backend)
 
 void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen)
 {
+	if (!*backend)
+		backend = "emu"; /* bam_ctx_open's default */
 	if (strncmp(backend, "emu", 3) || strstr(backend, "size=") || strstr(backend, "path=")) {
 		snprintf(out, outlen, "%s", backend);
 		return;

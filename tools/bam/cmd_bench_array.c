@@ -147,6 +147,10 @@ int bam_bench_array(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind < argc) {
+		cli_fail("bench --array: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
 	enum bam_target tgt = target;
 #ifdef BAM_HAVE_CUDA
 	if (tgt == BAM_TARGET_AUTO)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <cjson/cJSON.h>
 
 #include "bam/graph.h"
@@ -282,6 +283,13 @@ static int cmd_import(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	input = argv[optind];
+	{
+		struct stat si, so;
+		if (stat(input, &si) == 0 && stat(output, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+			fprintf(stderr, "bam graph import: %s: the output is the input file; give another -o\n", output);
+			return EXIT_USAGE;
+		}
+	}
 	o.progress = quiet ? NULL : stderr;
 	rc = bam_graph_import(input, output, fmt, &o, &st, err, sizeof(err));
 	if (rc) {
