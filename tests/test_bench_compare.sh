@@ -103,5 +103,11 @@ bench "--iodepth=4, 16 threads, one queue pair of depth 8" 0 "$ioq and d['result
 bench "--iodepth=32, 16 threads, queue pairs of depth 256" 0 "$ioq and d['result']['ios'] == 100000" \
   --size=16M --threads=16 --queue-depth=256 --iodepth=32 --number_ios=100000 --timeout-ms=2000
 
+# bench --array takes --timeout-ms: a controller that stops answering fails the reads
+# (errors counted, exit 1) within the bound given
+json_run "--array --timeout-ms with a controller that stops answering" 1 \
+  "d['errors'] > 0 and d['error']['exit_status'] == 1" \
+  --array --backend=emu:stop_after=50 --size=16M --cache-size=1M --steps=20 --threads=4 --timeout-ms=20
+
 echo "bench --compare: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -90,6 +90,8 @@ else
   fail=$((fail + 1)); echo "FAIL: import over its input"; cat "$W/out"
 fi
 refuse "bench --array: a stray argument" "unexpected argument" "$BAM" bench --array "$W/typo"
+refuse "demo: one INPUT at most" "one INPUT at most" "$BAM" demo "$W/in0.snap" "$W/extra"
+refuse "demo: bam only" "runs through bam only" "$BAM" demo "$W/in0.snap" --mode=gpu
 check "--backend= (empty): the default emu" "$BAM" bfs "$k" --backend= --sources=2
 sz=$("$BAM" bfs "$k" --backend= --sources=2 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["storage"])')
 case "$sz" in *size=1073741824*) fail=$((fail + 1)); echo "FAIL: --backend= got the 1 GiB default namespace: $sz" ;;

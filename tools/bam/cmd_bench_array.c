@@ -79,12 +79,14 @@ int bam_bench_array(int argc, char **argv)
 	const char *backend = "emu", *cache_arg = "64M";
 	uint64_t size = 1ull << 30, cache_bytes = 64ull << 20, threads = 0, steps = 0, ws = 0;
 	uint32_t line = 4096, coalesce = 1, pattern = AB_RANDOM, json = 0, quiet = 0, workers = 0;
+	uint64_t timeout_ms = 0; /* 0: the library's default (bam_ctx_opts.timeout_ns) */
 	enum bam_target target = BAM_TARGET_AUTO;
 	static const struct option lo[] = {
 		{"array", 0, 0, 'A'}, {"pattern", 1, 0, 'p'}, {"cache-size", 1, 0, 'C'}, {"line-size", 1, 0, 'L'},
 		{"coalesce", 1, 0, 'c'}, {"size", 1, 0, 's'}, {"threads", 1, 0, 'T'}, {"steps", 1, 0, 'n'},
 		{"working-set", 1, 0, 'W'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'}, {"json", 0, 0, 'j'},
-		{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init("bench", argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -121,6 +123,7 @@ int bam_bench_array(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'q': quiet = 1; break;
 		case 'w': if (cli_u32(optarg, 1, 1024, &workers)) goto bad; break;
+		case 'o': if (cli_u64(optarg, 1, 3600000, &timeout_ms)) goto bad; break;
 		case 'h':
 			printf("usage: bam bench --array [options]\n"
 			       "  --pattern=P        hot (working set inside the cache: hit bandwidth), random (default:\n"
@@ -136,6 +139,9 @@ int bam_bench_array(int argc, char **argv)
 			       "  --threads=N        default 262144 GPU, 16 CPU\n"
 			       "  --steps=N          reads per thread (default 64 GPU, 20000 CPU)\n"
 			       "  --working-set=SIZE bytes swept by --pattern=hot (default half the cache)\n"
+			       "  --timeout-ms=N     bound of each wait for a completion or a cache line (default\n"
+			       "                     5000); reads are not retried: a dead controller costs about\n"
+			       "                     one bound per read still to do\n"
 			       "  --backend=STR --target=gpu|cpu|auto --ctrl-workers=N --json --quiet\n");
 			return 0;
 		default: /* getopt said what is wrong on stderr */
@@ -187,7 +193,7 @@ int bam_bench_array(int argc, char **argv)
 #endif
 	char be[1024];
 	cli_backend_sized(backend, size + line, line, be, sizeof(be));
-	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers};
+	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers, .timeout_ns = timeout_ms * 1000000ull};
 	struct bam_ctx *ctx;
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
 	if (rc) {

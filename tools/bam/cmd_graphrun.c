@@ -80,6 +80,10 @@ struct gres {
 
 static void usage(FILE *f, const char *cmd)
 {
+	if (!strcmp(cmd, "demo")) {
+		fprintf(f, "usage: bam demo [INPUT] [options]     (bam demo --help)\n");
+		return;
+	}
 	fprintf(f,
 		"usage: bam %s GRAPH [options]     (GRAPH: a bam CSR file from 'bam graph import')\n"
 		"%s"
@@ -848,6 +852,14 @@ int bam_cmd_demo(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *input = optind < argc ? argv[optind] : NULL;
+	if (optind + 1 < argc) {
+		cli_fail("demo: unexpected argument '%s' (one INPUT at most)\n", argv[optind + 1]);
+		return 2;
+	}
+	if (o.mode != MODE_BAM) {
+		cli_fail("demo: runs through bam only (--mode=%s is for bam bfs and bam cc)\n", mode_names[o.mode]);
+		return 2;
+	}
 	char def[1024];
 	if (!input) {
 		const char *sd = getenv("BAM_SHARED_DATA");
