@@ -125,7 +125,7 @@ static int gr_open_graph(const char *path, struct bam_graph_header *h, int *fd, 
 	}
 	rc = gr_pread_full(*fd, h, sizeof(*h), 0);
 	if (rc) {
-		gr_err(err, errlen, "%s: cannot read header", path);
+		gr_err(err, errlen, "%s: cannot read the graph header: %s", path, strerror(rc < 0 ? -rc : EIO));
 		goto fail;
 	}
 	rc = gr_header_check(h, size, path, err, errlen);
@@ -254,9 +254,9 @@ int bam_graph_verify(const char *path, char *err, size_t errlen)
 				goto out;
 			}
 			if (i > prev_off && (id < last || (id == last && (h.flags & BAM_GRAPH_F_NO_DUPLICATES)))) {
-				gr_err(err, errlen, "%s: vertex %llu: neighbour list not %s ascending at edge %llu (%llu after %llu)",
+				gr_err(err, errlen, "%s: vertex %llu: neighbour list not %sascending at edge %llu (%llu after %llu)",
 				       path, (unsigned long long)v,
-				       (h.flags & BAM_GRAPH_F_NO_DUPLICATES) ? "strictly" : "",
+				       (h.flags & BAM_GRAPH_F_NO_DUPLICATES) ? "strictly " : "",
 				       (unsigned long long)i, (unsigned long long)id,
 				       (unsigned long long)last);
 				rc = -EBADMSG;

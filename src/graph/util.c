@@ -50,7 +50,7 @@ int gr_pread_full(int fd, void *buf, uint64_t len, uint64_t off)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return -EIO;
+			return errno ? -errno : -EIO; /* e.g. -EISDIR for a directory */
 		}
 		if (r == 0)
 			return -EIO; /* the file ended before the range did */
