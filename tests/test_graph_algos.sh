@@ -155,5 +155,22 @@ if "$BAM" bfs "$k" --sources=2 --verify --json --quiet --target=cpu | python3 -c
 else
   fail=$((fail + 1)); echo "FAIL: --json success has no error member"
 fi
+# file names are bytes, JSON is UTF-8: a name that is not UTF-8 still gives valid JSON
+# (each bad byte as U+FFFD), in results, in graph info and in error objects
+nu=$W/$'\xff\xfe'.bcsr
+nm=$W/$'\xfd'missing.bcsr
+cp "$W/kron12s.bcsr" "$nu"
+utf8_json() { # description, command...
+  local d=$1; shift
+  "$@" >"$W/out" 2>/dev/null || true
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); s=json.dumps(d, ensure_ascii=False); sys.exit(0 if "\ufffd" in s else 1)' "$W/out"; then
+    pass=$((pass + 1)); echo "ok: non-UTF-8 file name, $d: valid JSON"
+  else
+    fail=$((fail + 1)); echo "FAIL: non-UTF-8 file name, $d"; head -c 400 "$W/out"
+  fi
+}
+utf8_json "bfs results" "$BAM" bfs "$nu" --sources=2 --json --quiet --target=cpu
+utf8_json "graph info" "$BAM" graph info "$nu" --json
+utf8_json "error object" "$BAM" bfs "$nm" --json --quiet --target=cpu
 echo "graph algorithms: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -37,6 +37,58 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
 }
 
+size_t cli_utf8_len(const unsigned char *s)
+{
+	const unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	uint32_t cp, min;
+	if ((c & 0xe0) == 0xc0) {
+		n = 2, cp = c & 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		n = 3, cp = c & 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		n = 4, cp = c & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+void cli_json_add_str(struct cJSON *o, const char *key, const char *s)
+{
+	size_t len = strlen(s);
+	char *t = malloc(3 * len + 1); /* each byte at most one 3-byte U+FFFD */
+	if (!t) {
+		cJSON_AddStringToObject(o, key, "?");
+		return;
+	}
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = cli_utf8_len(p);
+		if (n) {
+			memcpy(t + k, p, n);
+			k += n;
+			p += n;
+		} else {
+			memcpy(t + k, "\xef\xbf\xbd", 3);
+			k += 3;
+			p++;
+		}
+	}
+	t[k] = 0;
+	cJSON_AddStringToObject(o, key, t);
+	free(t);
+}
+
 int cli_name_index(const char *const *names, int count, const char *s)
 {
 	for (int i = 0; i < count; i++)
@@ -148,7 +200,7 @@ cJSON *cli_json_error(int status)
 		snprintf(fb, sizeof(fb), "%s: failed with exit status %d (see stderr)", cmd, status);
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "command", cmd);
-	cJSON_AddStringToObject(e, "message", cli_json.message && cli_json.message[0] ? cli_json.message : fb);
+	cli_json_add_str(e, "message", cli_json.message && cli_json.message[0] ? cli_json.message : fb);
 	cJSON_AddNumberToObject(e, "exit_status", status);
 	return e;
 }

@@ -13,6 +13,15 @@ uint32_t cli_backend_count(const char *backend);
 double cli_now(void);
 /* Index of s in names[0..count), or -1. */
 int cli_name_index(const char *const *names, int count, const char *s);
+
+/* Length of the valid UTF-8 sequence at s (1 to 4 bytes), or 0 if the bytes there are
+ * not one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). */
+size_t cli_utf8_len(const unsigned char *s);
+
+/* cJSON_AddStringToObject with a copy of s whose bytes that are not valid UTF-8 are
+ * each replaced by U+FFFD (file names are bytes; JSON text is UTF-8, RFC 8259 8.1). */
+struct cJSON;
+void cli_json_add_str(struct cJSON *o, const char *key, const char *s);
 /* Parse a decimal unsigned integer in [min, max]: no sign, no suffix, no overflow.
  * 0 or -EINVAL. */
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

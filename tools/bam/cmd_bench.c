@@ -366,7 +366,7 @@ static void cmp_json(cJSON *j, const struct cmp_out *c, int on_gpu, double iops,
 		cJSON_AddNumberToObject(b, "ratio_iops", ci > 0 ? iops / ci : 0);
 		cJSON_AddNumberToObject(b, "ratio_bw", cm > 0 ? mbps / cm : 0);
 		if (r->first_error[0])
-			cJSON_AddStringToObject(b, "first_error", r->first_error);
+			cli_json_add_str(b, "first_error", r->first_error);
 	}
 }
 
@@ -757,7 +757,7 @@ int bam_cmd_bench(int argc, char **argv)
 
 	if (o.json) {
 		cJSON *j = cJSON_CreateObject(), *cfg = cJSON_AddObjectToObject(j, "config");
-		cJSON_AddStringToObject(cfg, "backend", desc);
+		cli_json_add_str(cfg, "backend", desc);
 		cJSON_AddStringToObject(cfg, "target", tname);
 		cJSON_AddStringToObject(cfg, "rw", o.rw_name);
 		cJSON_AddNumberToObject(cfg, "bs", (double)o.bs);

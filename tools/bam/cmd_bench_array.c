@@ -252,7 +252,7 @@ int bam_bench_array(int argc, char **argv)
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "pattern", pat_names[pattern]);
 		cJSON_AddStringToObject(j, "target", tgt == BAM_TARGET_GPU ? "gpu" : "cpu");
-		cJSON_AddStringToObject(j, "backend", bam_ctx_backend_desc(ctx));
+		cli_json_add_str(j, "backend", bam_ctx_backend_desc(ctx));
 		cJSON_AddNumberToObject(j, "line_size", line);
 		cJSON_AddNumberToObject(j, "cache_bytes", (double)cache_bytes);
 		cJSON_AddNumberToObject(j, "array_bytes", (double)size);

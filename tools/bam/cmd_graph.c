@@ -397,14 +397,22 @@ static int cmd_generate(int argc, char **argv)
 static void json_string(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned char ch = *p;
+		size_t n = cli_utf8_len(p);
+		if (!n) { /* not UTF-8 (a file name's bytes): U+FFFD, as cli_json_add_str */
+			fputs("\\ufffd", f);
+			p++;
+		} else if (ch == '"' || ch == '\\') {
 			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
+			p++;
+		} else if (ch < 0x20) {
 			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
+			p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
 	}
 	fputc('"', f);
 }

@@ -632,10 +632,10 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 	{
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "algorithm", alg);
-		cJSON_AddStringToObject(j, "graph", o->graph);
+		cli_json_add_str(j, "graph", o->graph);
 		cJSON_AddStringToObject(j, "mode", mode_names[o->mode]);
 		cJSON_AddStringToObject(j, "target", r->on_gpu ? "gpu" : "cpu");
-		cJSON_AddStringToObject(j, "storage", r->backend_desc);
+		cli_json_add_str(j, "storage", r->backend_desc);
 		cJSON_AddNumberToObject(j, "runs", r->runs);
 		cJSON_AddNumberToObject(j, "compute_s", r->compute_s);
 		cJSON_AddNumberToObject(j, "compute_s_per_run", r->runs ? r->compute_s / r->runs : 0);
@@ -917,8 +917,8 @@ int bam_cmd_demo(int argc, char **argv)
 	if (o.json) {
 		/* one JSON object: the import, both runs, the verdict */
 		cJSON *j = cJSON_CreateObject();
-		cJSON_AddStringToObject(j, "graph", name);
-		cJSON_AddStringToObject(j, "input", input);
+		cli_json_add_str(j, "graph", name);
+		cli_json_add_str(j, "input", input);
 		cJSON_AddNumberToObject(j, "vertices", (double)bs.n_vertices);
 		cJSON_AddNumberToObject(j, "arcs", (double)bs.n_edges);
 		cJSON_AddNumberToObject(j, "import_s", t_imp);
