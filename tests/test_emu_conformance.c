@@ -18,9 +18,9 @@
 #include "bam/bam.h"
 #include "bam/dev.h"
 
-static struct bam_ctx *open_ctx(const char *spec, uint64_t timeout_ms)
+static struct bam_ctx *open_ctx_q(const char *spec, uint64_t timeout_ms, uint32_t qpairs, uint32_t depth)
 {
-	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 2, .queue_depth = 16,
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = qpairs, .queue_depth = depth,
 				 .timeout_ns = timeout_ms * 1000000ull};
 	struct bam_ctx *ctx = NULL;
 	char err[256];
@@ -29,6 +29,11 @@ static struct bam_ctx *open_ctx(const char *spec, uint64_t timeout_ms)
 		fprintf(stderr, "open %s: %s\n", spec, err);
 	assert_int_equal(rc, 0);
 	return ctx;
+}
+
+static struct bam_ctx *open_ctx(const char *spec, uint64_t timeout_ms)
+{
+	return open_ctx_q(spec, timeout_ms, 2, 16);
 }
 
 /* submit a raw SQE on queue pair 0 of controller 0, return the status */
@@ -269,26 +274,13 @@ static uint64_t run_credit_threads(struct bam_ctx *ctx, uint32_t n, int *n_ok, i
 	return bam_time_ns() - t0;
 }
 
-static struct bam_ctx *open_one_queue(const char *spec, uint64_t timeout_ms)
-{
-	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 1, .queue_depth = 4,
-				 .timeout_ns = timeout_ms * 1000000ull};
-	struct bam_ctx *ctx = NULL;
-	char err[256];
-	int rc = bam_ctx_open(spec, &o, &ctx, err, sizeof(err));
-	if (rc)
-		fprintf(stderr, "open %s: %s\n", spec, err);
-	assert_int_equal(rc, 0);
-	return ctx;
-}
-
 static void test_credit_wait_bounded_by_progress(void **state)
 {
 	(void)state;
 	int ok, to;
 	/* 48 commands, 3 at a time, 10 ms each: about 160 ms in line for the last
 	 * threads, against a 60 ms timeout; no completion is more than ~10 ms apart */
-	struct bam_ctx *ctx = open_one_queue("emu:size=1M,delay_rate=1,delay_us=10000,workers=1", 60);
+	struct bam_ctx *ctx = open_ctx_q("emu:size=1M,delay_rate=1,delay_us=10000,workers=1", 60, 1, 4);
 	uint64_t ns = run_credit_threads(ctx, 48, &ok, &to);
 	struct bam_ctrl_stats cs;
 	bam_ctx_ctrl_stats(ctx, 0, &cs);
@@ -302,7 +294,7 @@ static void test_credit_wait_bounded_by_progress(void **state)
 	/* no progress at all: every completion dropped. 3 threads hold the credits and
 	 * time out waiting for their CQEs; the others find the queue full, see no
 	 * completion for the whole timeout, and give up too: all within a bound */
-	ctx = open_one_queue("emu:size=1M,drop_rate=1,workers=1", 60);
+	ctx = open_ctx_q("emu:size=1M,drop_rate=1,workers=1", 60, 1, 4);
 	ns = run_credit_threads(ctx, 12, &ok, &to);
 	fprintf(stderr, "no progress: %d ok, %d timeouts, %.0f ms\n", ok, to, ns / 1e6);
 	assert_int_equal(ok, 0);

@@ -142,17 +142,17 @@ struct bam_io {
 	uint16_t cid;
 };
 
-/* Submit one I/O to controller c without waiting (see bam_dev_io). 'try_only': do not
- * wait for room when the queue pair is full, return -EAGAIN (for a thread that has
- * I/Os of its own in flight on it: it waits for its oldest, then tries again; see
- * bam_qpair_submit). Returns 0,
- * -EINVAL (c out of range), -EIO (queue pair broken), -EAGAIN (try_only, full) or
+/* Submit one I/O to controller c without waiting for its completion (see bam_dev_io).
+ * wait_credit 0: do not wait for room when the queue pair is full, return -EAGAIN (for
+ * a thread that has I/Os of its own in flight on it: it waits for its oldest, then
+ * tries again; see bam_qpair_submit_ex). Returns 0,
+ * -EINVAL (c out of range), -EIO (queue pair broken), -EAGAIN (wait_credit 0, full) or
  * -ETIMEDOUT (the queue pair stayed full with no completion for d->timeout_ns:
  * bam_qpair_submit). The wait for the completion (bam_dev_io_wait) is bounded by
  * d->timeout_ns from the submission. */
 BAM_HD_INLINE int bam_dev_io_submit_ex(struct bam_dev *d, uint32_t c, uint64_t hint, uint8_t opc,
 				       uint64_t slba, uint32_t nlb, uint64_t addr, uint64_t prp_list,
-				       struct bam_io *io, int try_only)
+				       struct bam_io *io, int wait_credit)
 {
 	if (c >= d->n_ctrl)
 		return -EINVAL;
@@ -160,19 +160,19 @@ BAM_HD_INLINE int bam_dev_io_submit_ex(struct bam_dev *d, uint32_t c, uint64_t h
 	struct nvme_sqe s;
 	bam_sqe_rw(&s, opc, ctl->nsid, slba, nlb, ctl->lba_shift, addr, prp_list);
 	io->qp = &ctl->qps[bam_dev_queue_pick(d, hint)];
-	int rc = bam_qpair_submit_ex(io->qp, &s, bam_time_ns() + d->timeout_ns, &io->cid, !try_only);
+	int rc = bam_qpair_submit_ex(io->qp, &s, bam_time_ns() + d->timeout_ns, &io->cid, wait_credit);
 	/* the completion's bound counts from the submission, as an NVMe command
 	 * timeout does, not from the start of a wait for queue room */
 	io->deadline = bam_time_ns() + d->timeout_ns;
 	return rc;
 }
 
-/* bam_dev_io_submit_ex that waits for room (try_only 0). */
+/* bam_dev_io_submit_ex that waits for room (wait_credit 1). */
 BAM_HD_INLINE int bam_dev_io_submit(struct bam_dev *d, uint32_t c, uint64_t hint, uint8_t opc,
 				    uint64_t slba, uint32_t nlb, uint64_t addr, uint64_t prp_list,
 				    struct bam_io *io)
 {
-	return bam_dev_io_submit_ex(d, c, hint, opc, slba, nlb, addr, prp_list, io, 0);
+	return bam_dev_io_submit_ex(d, c, hint, opc, slba, nlb, addr, prp_list, io, 1);
 }
 
 /* Wait for an I/O from bam_dev_io_submit: 0 with the NVMe status in *status, or

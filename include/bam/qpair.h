@@ -335,28 +335,13 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
  * each completion meanwhile, or when no CID frees up or the tail does not pass the
  * command before that (it is then abandoned: its completion is discarded); -EIO when
  * the queue pair is broken (a ticket's slot never freed).
- * A thread must not call it while a command of its own on this queue pair is
- * complete but not yet waited for: that CQE holds the CQ head, so no credit frees up
- * and the wait ends in -ETIMEDOUT. A thread with several commands in flight uses
- * bam_qpair_try_submit and waits for its oldest when the queue pair is full.
+ * wait_credit 0: do not wait for a credit; return -EAGAIN at once (nothing taken)
+ * when the queue pair holds depth-1 commands.
+ * A thread must not wait for a credit (wait_credit 1) while a command of its own on
+ * this queue pair is complete but not yet waited for: that CQE holds the CQ head, so
+ * no credit frees up and the wait ends in -ETIMEDOUT. A thread with several commands
+ * in flight passes wait_credit 0 and, on -EAGAIN, waits for its oldest first.
  */
-BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sqe *sqe, uint64_t deadline,
-				      uint16_t *cid, int wait_credit);
-
-BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
-				   uint64_t deadline, uint16_t *cid)
-{
-	return bam_qpair_submit_ex(qp, sqe, deadline, cid, 1);
-}
-
-/* bam_qpair_submit without waiting for a credit: -EAGAIN at once (nothing taken)
- * when the queue pair holds depth-1 commands. */
-BAM_HD_INLINE int bam_qpair_try_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
-				       uint64_t deadline, uint16_t *cid)
-{
-	return bam_qpair_submit_ex(qp, sqe, deadline, cid, 0);
-}
-
 BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sqe *sqe, uint64_t deadline,
 				      uint16_t *cid, int wait_credit)
 {
@@ -474,6 +459,13 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	}
 	*cid = (uint16_t)id;
 	return 0;
+}
+
+/* bam_qpair_submit_ex waiting for a credit (wait_credit 1). */
+BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *sqe,
+				   uint64_t deadline, uint16_t *cid)
+{
+	return bam_qpair_submit_ex(qp, sqe, deadline, cid, 1);
 }
 
 /*

@@ -135,6 +135,17 @@ BAM_HD_INLINE int bench_complete(const struct bench_args *a, struct bench_slot *
 	return 0;
 }
 
+/* Wait for the thread's oldest I/O in flight (slots form a ring: the oldest is at
+ * next - inflight). Returns nonzero when it timed out (the thread then halts). */
+BAM_HD_INLINE int bench_complete_oldest(const struct bench_args *a, struct bench_slot *slots, uint64_t tid,
+					uint32_t next, uint32_t *inflight)
+{
+	const uint32_t depth = a->iodepth;
+	const uint32_t oi = (next + depth - *inflight) % depth;
+	(*inflight)--;
+	return bench_complete(a, &slots[oi], a->buf + ((tid * depth + oi) * (uint64_t)a->bs)) != 0;
+}
+
 BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 {
 	struct bench_slot slots[BENCH_MAX_IODEPTH];
@@ -156,11 +167,8 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 		uint32_t si = next % depth;
 		uint8_t *b = a->buf + ((tid * depth + si) * (uint64_t)a->bs);
 		if (inflight == depth || !more) {
-			/* complete the oldest */
-			uint32_t oi = (next + depth - inflight) % depth;
-			if (bench_complete(a, &slots[oi], a->buf + ((tid * depth + oi) * (uint64_t)a->bs)))
+			if (bench_complete_oldest(a, slots, tid, next, &inflight))
 				halted = 1;
-			inflight--;
 			continue;
 		}
 		/* issue one */
@@ -189,13 +197,11 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 			 * (bam_qpair_submit). It waits for its oldest instead, then tries again. */
 			sl->t0 = bam_time_ns();
 			rc = bam_dev_io_submit_ex(a->dev, sl->c, tid, write ? NVME_CMD_WRITE : NVME_CMD_READ, sl->lba,
-						  nlb, (uint64_t)(uintptr_t)b, prp, &sl->io, inflight > 0);
+						  nlb, (uint64_t)(uintptr_t)b, prp, &sl->io, inflight == 0);
 			if (rc != -EAGAIN)
 				break;
-			uint32_t oi = (next + depth - inflight) % depth;
-			if (bench_complete(a, &slots[oi], a->buf + ((tid * depth + oi) * (uint64_t)a->bs)))
+			if (bench_complete_oldest(a, slots, tid, next, &inflight))
 				halted = 1;
-			inflight--;
 		}
 		issued++;
 		if (rc) {

@@ -80,10 +80,6 @@ struct gres {
 
 static void usage(FILE *f, const char *cmd)
 {
-	if (!strcmp(cmd, "demo")) {
-		fprintf(f, "usage: bam demo [INPUT] [options]     (bam demo --help)\n");
-		return;
-	}
 	fprintf(f,
 		"usage: bam %s GRAPH [options]     (GRAPH: a bam CSR file from 'bam graph import')\n"
 		"%s"
@@ -792,7 +788,10 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("%s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
 				      argv[optind - 1], cmd);
-			usage(stderr, cmd);
+			if (strcmp(cmd, "demo"))
+				usage(stderr, cmd);
+			else
+				fprintf(stderr, "usage: bam demo [INPUT] [options]     (bam demo --help)\n");
 			return 2;
 		bad:
 			cli_fail("%s: bad value '%s' for %s\n", cmd, optarg, argv[optind - 1]);
