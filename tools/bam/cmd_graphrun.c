@@ -44,6 +44,7 @@ struct gopts {
 	uint32_t qpairs, workers;
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
+	int level_trace;      /* BFS: time and misses of each level of the first source */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
 
@@ -55,6 +56,14 @@ struct gopts {
 enum { FRONTIER_AUTO, FRONTIER_QUEUE, FRONTIER_SCAN };
 static const char *const frontier_names[] = {"auto", "queue", "scan"};
 #define SCAN_FRACTION 256u
+
+/* One BFS level of the first source (--level-trace). */
+struct level_rec {
+	uint64_t frontier;    /* vertices expanded */
+	int scan;             /* found by scan (1) or queue (0) */
+	double s;             /* wall time of the level, host-measured */
+	uint64_t off_misses, edge_misses; /* line fills during the level (bam mode) */
+};
 
 struct gres {
 	double load_s;        /* reading the graph into memory (baselines) or provisioning (bam) */
@@ -76,6 +85,8 @@ struct gres {
 	int complete;         /* the run ended with results (verified or not) */
 	struct bam_array_stats st_off, st_edge;
 	char backend_desc[512];
+	struct level_rec *trace; /* --level-trace: the first source's levels */
+	uint32_t trace_n;
 };
 
 static void usage(FILE *f, const char *cmd)
@@ -105,7 +116,9 @@ static void usage(FILE *f, const char *cmd)
 					  "                     by the level before, in discovery order), scan (the level\n"
 					  "                     array in vertex order: edges read in order, but every level\n"
 					  "                     reads all n levels, slow on long thin graphs) or auto\n"
-					  "                     (default: scan when the frontier holds >= n/256 vertices)\n");
+					  "                     (default: scan when the frontier holds >= n/256 vertices)\n"
+					  "  --level-trace      per level of the first source: frontier size, how it was\n"
+					  "                     found, time and cache misses (stderr; JSON: level_trace)\n");
 }
 
 /* read a byte range of the graph file */
@@ -220,6 +233,37 @@ static int state_get(struct gmem *m, void *dst, const void *src, uint64_t n)
 }
 
 /* ---- the run ------------------------------------------------------------------------- */
+
+/* --level-trace: record one level (t_off/t_edge: the arrays' counters before it) and
+ * say it on stderr. Returns -ENOMEM if the record cannot grow. */
+static int trace_level(struct gres *r, uint64_t frontier, int scan, double s, struct bam_array *aoff,
+		       struct bam_array *aedge, const struct bam_array_stats *t_off, const struct bam_array_stats *t_edge)
+{
+	if ((r->trace_n & (r->trace_n - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
+		struct level_rec *t = realloc(r->trace, (r->trace_n ? 2 * r->trace_n : 1) * sizeof(*t));
+		if (!t) {
+			cli_fail("bfs: out of memory for the level trace\n");
+			return -ENOMEM;
+		}
+		r->trace = t;
+	}
+	struct level_rec *l = &r->trace[r->trace_n++];
+	l->frontier = frontier;
+	l->scan = scan;
+	l->s = s;
+	l->off_misses = l->edge_misses = 0;
+	if (aoff) {
+		struct bam_array_stats a, e;
+		bam_array_stats(aoff, &a);
+		bam_array_stats(aedge, &e);
+		l->off_misses = a.c.misses - t_off->c.misses;
+		l->edge_misses = e.c.misses - t_edge->c.misses;
+	}
+	fprintf(stderr, "bfs: level %u: frontier %llu (%s), %.1f us, misses: offsets %llu, edges %llu\n", r->trace_n - 1,
+		(unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6, (unsigned long long)l->off_misses,
+		(unsigned long long)l->edge_misses);
+	return 0;
+}
 
 static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 {
@@ -440,6 +484,16 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				struct gv_counters cv = {0};
 				const int scan = o->frontier == FRONTIER_SCAN ||
 						 (o->frontier == FRONTIER_AUTO && b.cur_n >= n / SCAN_FRACTION);
+				const int tr = o->level_trace && si == 0;
+				struct bam_array_stats t_off, t_edge;
+				double t_l = 0;
+				if (tr) {
+					if (aoff) {
+						bam_array_stats(aoff, &t_off);
+						bam_array_stats(aedge, &t_edge);
+					}
+					t_l = cli_now();
+				}
 				if (scan)
 					r->levels_scan++;
 				else
@@ -470,6 +524,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 					rc = -(int)e;
 					goto out_bfs;
 				}
+				if (tr && (rc = trace_level(r, b.cur_n, scan, cli_now() - t_l, aoff, aedge, &t_off, &t_edge)))
+					goto out_bfs;
 				uint64_t *t = b.cur;
 				b.cur = b.next;
 				b.next = t;
@@ -647,6 +703,18 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddStringToObject(j, "frontier", frontier_names[o->frontier]);
 			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
+			if (r->trace_n) {
+				cJSON *a = cJSON_AddArrayToObject(j, "level_trace");
+				for (uint32_t k = 0; k < r->trace_n; k++) {
+					cJSON *e = cJSON_CreateObject();
+					cJSON_AddNumberToObject(e, "frontier", (double)r->trace[k].frontier);
+					cJSON_AddStringToObject(e, "found_by", r->trace[k].scan ? "scan" : "queue");
+					cJSON_AddNumberToObject(e, "s", r->trace[k].s);
+					cJSON_AddNumberToObject(e, "offset_misses", (double)r->trace[k].off_misses);
+					cJSON_AddNumberToObject(e, "edge_misses", (double)r->trace[k].edge_misses);
+					cJSON_AddItemToArray(a, e);
+				}
+			}
 		}
 		cJSON_AddNumberToObject(j, "long_list_chunks", (double)r->chunks);
 		cJSON_AddStringToObject(j, "verified", r->verified > 0 ? "yes" : r->verified < 0 ? "MISMATCH" : "not checked");
@@ -722,7 +790,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"level-trace", 0, 0, 'T'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -778,6 +846,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			o->bfs_only = "--frontier";
 			break;
 		}
+		case 'T': o->level_trace = 1; o->bfs_only = "--level-trace"; break;
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
@@ -824,6 +893,7 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 	/* a verification mismatch has results: with --json they come with the error */
 	if (rc == 0 || (o.json && r.complete))
 		print_result(&o, do_cc, &r, rc);
+	free(r.trace);
 	return rc;
 }
 
@@ -853,6 +923,10 @@ int bam_cmd_demo(int argc, char **argv)
 	const char *input = optind < argc ? argv[optind] : NULL;
 	if (optind + 1 < argc) {
 		cli_fail("demo: unexpected argument '%s' (one INPUT at most)\n", argv[optind + 1]);
+		return 2;
+	}
+	if (o.level_trace) {
+		cli_fail("demo: --level-trace is for bam bfs\n");
 		return 2;
 	}
 	if (o.mode != MODE_BAM) {
