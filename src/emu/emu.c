@@ -528,7 +528,7 @@ static int emu_start(void *priv)
 		}
 		uint32_t w = e->cfg.workers ? e->cfg.workers : 0;
 		char err[256];
-		int rc = bam_emu_gpu_start(dctrls, e->n, nq, w, e->stop, &e->gpu, err, sizeof(err));
+		int rc = bam_emu_gpu_start(dctrls, e->n, nq, w, &e->gpu, err, sizeof(err));
 		if (rc)
 			snprintf(e->ctx->errmsg, sizeof(e->ctx->errmsg), "%s", err);
 		return rc;

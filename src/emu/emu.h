@@ -30,10 +30,10 @@ BAM_EXTERN_C_BEGIN
 /* GPU-resident workers (emu_gpu.cu). 'ctrls' are device pointers. The workers run as
  * one persistent kernel on its own non-blocking stream; the call returns once every
  * worker block is resident (so no later application kernel can take the SMs they
- * need), or fails. 'stop' is a pinned, mapped host word the host sets to 1. */
+ * need), or fails. Their stop word is in GPU memory, set by bam_emu_gpu_stop (and
+ * by the pause around device-wide CUDA calls, gpu_rt.c). */
 int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const uint32_t *nq,
-		      uint32_t warps_per_ctrl, uint32_t *stop, void **handle,
-		      char *err, size_t errlen);
+		      uint32_t warps_per_ctrl, void **handle, char *err, size_t errlen);
 /* Ask the workers to return and wait for them (bounded). 0 or -ETIMEDOUT/-EIO. */
 int bam_emu_gpu_stop(void *handle);
 BAM_EXTERN_C_END

@@ -12,6 +12,12 @@
  * reported that it is resident. Application kernels launched afterwards can only take
  * the SMs' remaining capacity, so the workers always run; they leave when the host
  * sets the stop word.
+ *
+ * The stop word is in GPU memory, set by a 4-byte copy on a stream of its own: idle
+ * workers poll it every round at no cost to the PCIe link. (When it was a host word
+ * read over PCIe every 100 us by each of the 64 warps, a lone 4 KiB read took 22 us
+ * at p50 but 82 us at p99, and a BFS level with one cache miss 130 us instead of 57:
+ * measured on the H200, results/io-engine.md.)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,9 +35,11 @@ extern "C" void bam_gpu_resume_all(void);
 
 struct emu_gpu_run {
 	cudaStream_t stream;
+	cudaStream_t ctl;     /* the stop word's copies (the workers' stream is busy) */
 	uint32_t *started;    /* pinned host: one word per block */
 	uint32_t nblocks;
-	uint32_t *stop;
+	uint32_t *dstop;      /* GPU memory: the stop word the workers poll */
+	uint32_t *hval;       /* pinned host: {0, 1}, sources of the stop word's copies */
 	struct emu_ctrl **dctrls;
 	uint32_t *dnq;
 	uint32_t n_ctrl, warps_per_ctrl;
@@ -279,7 +287,6 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 	const uint32_t w = gw % warps_per_ctrl;
 	const uint32_t nqueues = nq[gw / warps_per_ctrl];
 	uint32_t idle = 0;
-	uint64_t last_stop_check = bam_time_ns();
 	for (;;) {
 		uint32_t did = 0;
 		for (uint32_t qid = 1 + w; qid <= nqueues; qid += warps_per_ctrl)
@@ -290,28 +297,31 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 			idle++;
 			__nanosleep(idle < 16 ? 100 : 1000);
 		}
-		/* The stop word is in host memory: read it over PCIe at most every 100 us.
-		 * Reads of host memory by spinning warps delay every kernel launch and
-		 * completion on the GPU (measured on the H200: an empty kernel took 0.2 ms
-		 * instead of 5 us while 64 warps polled host memory every microsecond). */
-		uint64_t now = __shfl_sync(0xffffffffu, (unsigned long long)bam_time_ns(), 0);
-		if (now - last_stop_check > 100000u) {
-			last_stop_check = now;
-			uint32_t v = __shfl_sync(0xffffffffu, lane == 0 ? *(volatile const uint32_t *)stop : 0u, 0);
-			if (v)
-				return;
-		}
+		/* the stop word is in GPU memory: one L2 read per round (never poll host
+		 * memory here: see the top of this file) */
+		if (__shfl_sync(0xffffffffu, lane == 0 ? *(volatile const uint32_t *)stop : 0u, 0))
+			return;
 	}
+}
+
+/* Set the workers' stop word (GPU memory) to v: a copy on the control stream, waited
+ * for. */
+static cudaError_t set_stop(struct emu_gpu_run *r, uint32_t v)
+{
+	cudaError_t e = cudaMemcpyAsync(r->dstop, &r->hval[v ? 1 : 0], sizeof(uint32_t), cudaMemcpyHostToDevice, r->ctl);
+	return e == cudaSuccess ? cudaStreamSynchronize(r->ctl) : e;
 }
 
 static int launch_and_wait(struct emu_gpu_run *r)
 {
 	memset(r->started, 0, r->nblocks * sizeof(uint32_t));
-	*(volatile uint32_t *)r->stop = 0;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	emu_workers_kernel<<<r->nblocks, EMU_WARPS_PER_BLOCK * 32, 0, r->stream>>>(r->dctrls, r->n_ctrl, r->warps_per_ctrl,
-										   r->dnq, r->stop, r->started);
-	cudaError_t e = cudaGetLastError();
+	cudaError_t e = set_stop(r, 0);
+	if (e == cudaSuccess) {
+		emu_workers_kernel<<<r->nblocks, EMU_WARPS_PER_BLOCK * 32, 0, r->stream>>>(r->dctrls, r->n_ctrl, r->warps_per_ctrl,
+											   r->dnq, r->dstop, r->started);
+		e = cudaGetLastError();
+	}
 	if (e != cudaSuccess) {
 		fprintf(stderr, "bam: emulated controller launch failed: %s\n", cudaGetErrorString(e));
 		return -EIO;
@@ -327,7 +337,7 @@ static int launch_and_wait(struct emu_gpu_run *r)
 			return 0;
 		if (bam_time_ns() - t0 > 10000000000ull) {
 			fprintf(stderr, "bam: only %u of %u emulated-controller worker blocks became resident in 10 s\n", k, r->nblocks);
-			*(volatile uint32_t *)r->stop = 1;
+			set_stop(r, 1);
 			cudaStreamSynchronize(r->stream);
 			return -EIO;
 		}
@@ -340,9 +350,9 @@ static int emu_gpu_pause(void *arg)
 	struct emu_gpu_run *r = (struct emu_gpu_run *)arg;
 	if (!r->running)
 		return 0;
-	*(volatile uint32_t *)r->stop = 1;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	cudaError_t e = cudaStreamSynchronize(r->stream);
+	cudaError_t e = set_stop(r, 1);
+	cudaError_t e2 = cudaStreamSynchronize(r->stream);
+	e = e == cudaSuccess ? e2 : e;
 	r->running = 0;
 	return e == cudaSuccess ? 0 : -EIO;
 }
@@ -357,9 +367,25 @@ static int emu_gpu_resume(void *arg)
 	return rc;
 }
 
+/* Free what start allocated (any part of it); the workers are not running. */
+static void run_free(struct emu_gpu_run *r)
+{
+	bam_gpu_pause_all();
+	if (r->stream)
+		cudaStreamDestroy(r->stream);
+	if (r->ctl)
+		cudaStreamDestroy(r->ctl);
+	cudaFreeHost(r->started);
+	cudaFreeHost(r->hval);
+	cudaFree(r->dstop);
+	cudaFree(r->dctrls);
+	cudaFree(r->dnq);
+	bam_gpu_resume_all();
+	free(r);
+}
+
 extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const uint32_t *nq,
-				 uint32_t warps_per_ctrl, uint32_t *stop, void **handle,
-				 char *err, size_t errlen)
+				 uint32_t warps_per_ctrl, void **handle, char *err, size_t errlen)
 {
 	struct emu_gpu_run *r = (struct emu_gpu_run *)calloc(1, sizeof(*r));
 	cudaError_t e = cudaSuccess;
@@ -383,11 +409,13 @@ extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const
 		free(r);
 		return -EINVAL;
 	}
-	r->stop = stop;
 	/* allocations synchronise the device: pause other contexts' workers meanwhile */
 	bam_gpu_pause_all();
 	if ((e = cudaHostAlloc((void **)&r->started, r->nblocks * sizeof(uint32_t), cudaHostAllocMapped)) == cudaSuccess &&
+	    (e = cudaHostAlloc((void **)&r->hval, 2 * sizeof(uint32_t), cudaHostAllocDefault)) == cudaSuccess &&
+	    (e = cudaMalloc((void **)&r->dstop, sizeof(uint32_t))) == cudaSuccess &&
 	    (e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking)) == cudaSuccess &&
+	    (e = cudaStreamCreateWithFlags(&r->ctl, cudaStreamNonBlocking)) == cudaSuccess &&
 	    (e = cudaMalloc((void **)&r->dctrls, n_ctrl * sizeof(*r->dctrls))) == cudaSuccess &&
 	    (e = cudaMalloc((void **)&r->dnq, n_ctrl * sizeof(*r->dnq))) == cudaSuccess) {
 		cudaMemcpyAsync(r->dctrls, ctrls, n_ctrl * sizeof(*r->dctrls), cudaMemcpyHostToDevice, r->stream);
@@ -397,12 +425,14 @@ extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const
 	bam_gpu_resume_all();
 	if (e != cudaSuccess) {
 		snprintf(err, errlen, "emu: CUDA: %s", cudaGetErrorString(e));
-		free(r);
+		run_free(r);
 		return -EIO;
 	}
+	r->hval[0] = 0;
+	r->hval[1] = 1;
 	if ((rc = emu_gpu_resume(r))) {
 		snprintf(err, errlen, "emu: the GPU workers did not start (see above)");
-		free(r);
+		run_free(r);
 		return rc;
 	}
 	bam_gpu_pauser_add(r, emu_gpu_pause, emu_gpu_resume);
@@ -417,12 +447,6 @@ extern "C" int bam_emu_gpu_stop(void *handle)
 	int rc = emu_gpu_pause(r);
 	if (rc)
 		fprintf(stderr, "bam: emulated controller workers ended with an error\n");
-	bam_gpu_pause_all();
-	cudaStreamDestroy(r->stream);
-	cudaFreeHost(r->started);
-	cudaFree(r->dctrls);
-	cudaFree(r->dnq);
-	bam_gpu_resume_all();
-	free(r);
+	run_free(r);
 	return rc;
 }
