@@ -23,9 +23,18 @@
  *
  * Reductions (default; -DFINE turns off R1, R2, R3, R5 and R4 for the credit wait,
  * and scripts/model-check checks FINE too):
- *  R1 a relaxed load that only decides whether to try a CAS (bam_qp_trylock :117,
- *     credits :271-272, CID :287-288) is merged with the CAS: a failed attempt has
- *     no effect, so only stuttering steps go.
+ *  R1 a relaxed load that only decides whether to try a CAS (bam_qp_trylock, CID
+ *     search) is merged with the CAS: a failed attempt has no effect, so only
+ *     stuttering steps go. R1' the credit: load, fetch_add and give-back in one step
+ *     (FINE keeps them apart).
+ *  Word-wise runs: the C code's move_tail reads a 32-slot mark word once and clears
+ *     its run of marked slots with one fetch_and; move_head does the same for a run
+ *     of consumed CQEs, publishes the head past the run, then frees the run's CIDs.
+ *     The model goes slot by slot. The SQ run is the model's steps with no other
+ *     thread's step between them (only the lock holder clears marks; set bits stay
+ *     set). The CQ run also moves each CID free after the later entries' head steps:
+ *     a CID freed later can only make others wait longer, and each free still follows
+ *     the head's passing of its CQE (the order bug 1 needs).
  *  R2 a word written only under a lock (cq_head, sq_head under cq_lock; sq_tail under
  *     sq_lock), read or written by the lock holder, joins the holder's adjacent step
  *     when nobody else can see the difference (others only read it; sq_head and
@@ -347,15 +356,25 @@ active [NT] proctype Thread()
 		/* ---- 1. a credit: qpair.h:269-280 ---- */
 		do
 #ifdef FINE
-		:: c = credits;                         /* :271 load relaxed */
+		:: c = credits;                         /* load relaxed: room? */
 		   if
-		   :: CREDIT_OK(c) ->                   /* :272 CAS */
-			atomic { if :: credits == c -> credits = c + 1; r = 1 :: else -> r = 0 fi }
+		   :: CREDIT_OK(c) ->
+			atomic { c = credits; credits = credits + 1 };   /* fetch_add */
+			if
+			:: CREDIT_OK(c) -> r = 1
+			:: else ->
+				credits = credits - 1;  /* none after all: give it back (fetch_sub) */
+				r = 2
+			fi
 		   :: else -> r = 2
 		   fi;
 		   c = 0;
 #else
-		:: atomic {                             /* :271-272 load + CAS (R1) */
+		/* load, fetch_add and, on a full queue pair, the give-back merged (R1'):
+		 * a pending give-back only makes others find the queue pair full meanwhile,
+		 * i.e. take the wait branch they take anyway when it is full; FINE checks
+		 * the three steps apart */
+		:: atomic {
 			if
 			:: CREDIT_OK(credits) -> credits = credits + 1; r = 1
 			:: else -> r = 2

@@ -115,6 +115,25 @@ BAM_HD_INLINE int bam_qp_deadline_passed(uint64_t deadline)
 	return bam_time_ns() > deadline;
 }
 
+/* The number of consecutive 1 bits of w from bit b up (0 to 32 - b): the run of
+ * marked slots (SQ) or consumed entries (CQ) that starts at slot b of a 32-slot
+ * bitmap word. */
+BAM_HD_INLINE uint32_t bam_qp_run(uint32_t w, uint32_t b)
+{
+	const uint32_t z = ~(w >> b); /* 0 only when b = 0 and all 32 bits are set */
+#if BAM_ON_GPU
+	return z ? (uint32_t)(__ffs(z) - 1) : 32u;
+#else
+	return z ? (uint32_t)__builtin_ctz(z) : 32u;
+#endif
+}
+
+/* Bits b .. b + n - 1 (n from 1 to 32 - b). */
+BAM_HD_INLINE uint32_t bam_qp_bits(uint32_t b, uint32_t n)
+{
+	return (n >= 32u ? 0xffffffffu : ((1u << n) - 1u)) << b;
+}
+
 /* modelled in models/qpair.pml: inline trylock */
 BAM_HD_INLINE int bam_qp_trylock(uint32_t *lock)
 {
@@ -228,9 +247,39 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 
 	uint32_t freed = 0;
 	for (;;) {
-		const uint32_t slot = h & mask;
+		const uint32_t slot = h & mask, b = slot & 31u;
 		uint32_t *cw = &qp->cq_consumed[slot >> 5];
-		const int consumed = (bam_load_acquire_gpu_u32(cw) & bam_qp_bit(slot)) != 0;
+		const uint32_t cword = bam_load_acquire_gpu_u32(cw);
+		const uint32_t run = bam_qp_run(cword, b);
+		if (run > 1) {
+			/* A run of consumed CQEs, passed at once: one clear of their bits, the
+			 * head published past all of them, then their CIDs freed (each still
+			 * after the head passed its CQE, as below). Their waiters saw them, and
+			 * the consumed bits' release, acquired above, orders the CQEs' contents
+			 * before these relaxed reads; the controller cannot overwrite them before
+			 * the CQ head doorbell. The steps of the entry-by-entry path below with
+			 * only the CID frees moved after later entries' steps (a CID freed later
+			 * is one nobody else could take meanwhile). One pass over a warp's 32
+			 * completions instead of 32 rounds of dependent atomics. */
+			bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bits(b, run));
+			sqhd = bam_load_relaxed_u32(&((const uint32_t *)&qp->cq[(h + run - 1) & mask])[2]) & 0xffffu;
+			have_sqhd = 1;
+			bam_store_release_gpu_u32(&qp->cq_head, h + run);
+#if BAM_ON_GPU
+			/* one fence for the run's frees (GPU only: ThreadSanitizer, on the host,
+			 * does not see fences, so host builds keep one release store each) */
+			bam_fence_acq_rel_gpu();
+			for (uint32_t k = 0; k < run; k++)
+				bam_store_relaxed_u32(&qp->cid_state[bam_qp_cqe_dw3_relaxed(qp, h + k) & 0xffffu], BAM_CID_FREE);
+#else
+			for (uint32_t k = 0; k < run; k++)
+				bam_store_release_gpu_u32(&qp->cid_state[bam_qp_cqe_dw3_relaxed(qp, h + k) & 0xffffu], BAM_CID_FREE);
+#endif
+			freed += run;
+			h += run;
+			continue;
+		}
+		const int consumed = run == 1;
 		const uint32_t dw3 = bam_qp_cqe_dw3(qp, h);
 		const uint32_t cidv = dw3 & 0xffffu;
 		if (consumed) {
@@ -296,20 +345,28 @@ BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
 }
 
 /* move_tail: the caller holds sq_lock. Advances sq_tail over consecutive marked slots,
- * clears their marks, writes the doorbell once. Returns the number made visible. */
-/* modelled in models/qpair.pml: inline move_tail */
+ * clears their marks, writes the doorbell once. Returns the number made visible.
+ * A mark word is read once and its run of marked slots cleared with one atomic: only
+ * the lock holder clears marks and submitters only set them, so every bit seen set
+ * stays set until cleared here, and the run is what slot-by-slot tests at the moment
+ * of the load would have found (one load and one clear per 32 slots instead of two
+ * dependent atomics per slot: a warp's 32 commands cost 32 us of lock hold on the
+ * H200 done slot by slot). */
+/* modelled in models/qpair.pml: inline move_tail (slot by slot; the word-wise run is
+ * those steps with no other thread's step between them) */
 BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
 {
 	const uint32_t mask = qp->depth - 1;
 	const uint32_t t0 = bam_load_relaxed_u32(&qp->sq_tail);
 	uint32_t t = t0;
 	for (;;) {
-		uint32_t slot = t & mask;
+		const uint32_t slot = t & mask, b = slot & 31u;
 		uint32_t *mw = &qp->sq_mark[slot >> 5];
-		if (!(bam_load_acquire_gpu_u32(mw) & bam_qp_bit(slot)))
+		const uint32_t run = bam_qp_run(bam_load_acquire_gpu_u32(mw), b);
+		if (!run)
 			break;
-		bam_fetch_and_acq_rel_gpu_u32(mw, ~bam_qp_bit(slot));
-		t++;
+		bam_fetch_and_acq_rel_gpu_u32(mw, ~bam_qp_bits(b, run));
+		t += run;
 	}
 	if (t != t0) {
 		bam_store_release_gpu_u32(&qp->sq_tail, t);
@@ -336,7 +393,8 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
  * command before that (it is then abandoned: its completion is discarded); -EIO when
  * the queue pair is broken (a ticket's slot never freed).
  * wait_credit 0: do not wait for a credit; return -EAGAIN at once (nothing taken)
- * when the queue pair holds depth-1 commands.
+ * when the queue pair holds depth-1 commands (or, for an instant, seems to: another
+ * thread's attempt on a full queue pair is being given back).
  * A thread must not wait for a credit (wait_credit 1) while a command of its own on
  * this queue pair is complete but not yet waited for: that CQE holds the CQ head, so
  * no credit frees up and the wait ends in -ETIMEDOUT. A thread with several commands
@@ -360,10 +418,18 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	uint64_t window = 0;
 	uint32_t seen_head = 0;
 	for (;;) {
-		uint32_t c = bam_load_relaxed_u32(&qp->credits);
-		if (c < mask && bam_cas_acq_rel_gpu_u32(&qp->credits, c, c + 1) == c)
-			break;
-		if (c >= mask) {
+		/* If there seems to be room: fetch_add, and give it back if there was none.
+		 * One atomic per thread even when a whole warp asks at once (with a CAS, one
+		 * lane of the warp won per round: 32 rounds, about 50 us on the H200). A
+		 * give-back pending meanwhile makes others see the queue pair full a little
+		 * longer, but never admits one too many: an add takes a credit only when it
+		 * found fewer than depth-1 holders plus such pending give-backs. */
+		if (bam_load_relaxed_u32(&qp->credits) < mask) {
+			if (bam_fetch_add_acq_rel_gpu_u32(&qp->credits, 1) < mask)
+				break;
+			bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
+		}
+		{
 			if (!wait_credit)
 				return -EAGAIN;
 			/* full: every waiter for a credit polls the same word, so with
