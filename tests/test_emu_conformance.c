@@ -190,7 +190,7 @@ static void test_fault_error_rate(void **state)
 	uint8_t *b = page_buf(512);
 	int errors = 0;
 	for (int i = 0; i < 400; i++) {
-		uint16_t st;
+		uint16_t st = 0;
 		assert_int_equal(bam_dev_io(bam_ctx_dev(ctx), 0, i, NVME_CMD_READ, i, 1, (uintptr_t)b, 0, &st), 0);
 		errors += st != 0;
 	}
