@@ -93,6 +93,22 @@ refuse "bench --array: a stray argument" "unexpected argument" "$BAM" bench --ar
 refuse "demo: one INPUT at most" "one INPUT at most" "$BAM" demo "$W/in0.snap" "$W/extra"
 refuse "demo: bam only" "runs through bam only" "$BAM" demo "$W/in0.snap" --mode=gpu
 check "--backend= (empty): the default emu" "$BAM" bfs "$k" --backend= --sources=2
+# --level-trace: one record per level of the first source, the first level is the
+# source alone, the frontier sizes add up to the vertices it reached; refusals
+refuse "--level-loop: the values are named" "expected device or host" "$BAM" bfs "$k" --level-loop=gpu
+refuse "cc refuses --level-trace" "applies to bfs only" "$BAM" cc "$k" --level-trace
+refuse "demo refuses --level-trace" "is for bam bfs" "$BAM" demo "$W/in0.snap" --level-trace
+check "bfs --level-trace" "$BAM" bfs "$k" --source=1 --level-trace
+if "$BAM" bfs "$k" --source=1 --level-trace --json --quiet --target=cpu 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+t = d["level_trace"]
+assert len(t) == d["max_levels"], (len(t), d["max_levels"])
+assert t[0]["frontier"] == 1 and t[0]["found_by"] == "queue"
+assert all(l["s"] >= 0 and l["frontier"] > 0 for l in t)
+assert sum(l["edge_misses"] for l in t) >= 1
+assert d["level_loop"] == "host"
+'; then pass=$((pass + 1)); echo "ok: --level-trace JSON"; else fail=$((fail + 1)); echo "FAIL: --level-trace JSON"; fi
 sz=$("$BAM" bfs "$k" --backend= --sources=2 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["storage"])')
 case "$sz" in *size=1073741824*) fail=$((fail + 1)); echo "FAIL: --backend= got the 1 GiB default namespace: $sz" ;;
   *size=*) pass=$((pass + 1)); echo "ok: --backend= sized to the graph ($sz)" ;;

@@ -45,6 +45,7 @@ struct gopts {
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
+	int host_loop;        /* BFS on the GPU: --level-loop=host (default: device) */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
 
@@ -86,6 +87,7 @@ struct gres {
 	struct bam_array_stats st_off, st_edge;
 	char backend_desc[512];
 	struct level_rec *trace; /* --level-trace: the first source's levels */
+	const char *level_loop;  /* BFS: "device" or "host" */
 	uint32_t trace_n;
 };
 
@@ -118,7 +120,11 @@ static void usage(FILE *f, const char *cmd)
 					  "                     reads all n levels, slow on long thin graphs) or auto\n"
 					  "                     (default: scan when the frontier holds >= n/256 vertices)\n"
 					  "  --level-trace      per level of the first source: frontier size, how it was\n"
-					  "                     found, time and cache misses (stderr; JSON: level_trace)\n");
+					  "                     found, time and cache misses (stderr; JSON: level_trace;\n"
+					  "                     the levels are then driven from the host)\n"
+					  "  --level-loop=L     GPU: device (default: the levels run as one CUDA graph, no\n"
+					  "                     host round trip per level) or host (one launch, copy and\n"
+					  "                     synchronisation per level)\n");
 }
 
 /* read a byte range of the graph file */
@@ -471,6 +477,21 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			goto out;
 		}
 		r->verified = o->verify ? 1 : 0;
+		/* GPU: the level loop runs on the device (graph_gpu.h), but with --level-loop=host
+		 * or --level-trace (which times each level from the host) */
+		void *dloop = NULL;
+		const uint64_t scan_min = o->frontier == FRONTIER_SCAN	    ? 0
+					  : o->frontier == FRONTIER_QUEUE ? UINT64_MAX
+									  : n / SCAN_FRACTION;
+#ifdef BAM_HAVE_CUDA
+		if (gm.gpu && !o->host_loop && !o->level_trace && (rc = graph_gpu_bfs_loop_create(&gv, &dloop))) {
+			cli_fail("bfs: the device level loop could not be built (see above; --level-loop=host avoids it)\n");
+			free(lv);
+			free(rl);
+			goto out;
+		}
+#endif
+		r->level_loop = dloop ? "device" : "host";
 		for (uint32_t si = 0; si < nsrc; si++) {
 			uint64_t src = sources[si];
 			memset(lv, 0xff, n * 4);
@@ -480,10 +501,34 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			b.cur_n = 1;
 			b.depth = 0;
 			double t0 = cli_now(), last_progress = t0;
+#ifdef BAM_HAVE_CUDA
+			if (dloop) {
+				struct bfs_loop L = {.b = b, .scan_min = scan_min};
+				L.max_depth = n < UINT32_MAX ? (uint32_t)n + 1 : UINT32_MAX;
+				struct gv_counters cv = {0};
+				if ((rc = graph_gpu_bfs_loop_run(dloop, &L, &cv)))
+					goto out_bfs;
+				r->levels_scan += L.levels_scan;
+				r->levels_queue += L.levels_queue;
+				r->chunks += L.chunks;
+				b = L.b; /* the frontier buffers may have swapped */
+				if (cv.error) {
+					cli_fail("bfs: source %llu, level %u: %s\n", (unsigned long long)src,
+						 b.depth ? b.depth - 1 : 0, bam_strerror(-(int)cv.error));
+					rc = -(int)cv.error;
+					goto out_bfs;
+				}
+				if (b.cur_n) { /* cannot happen: n + 1 levels */
+					cli_fail("bfs: source %llu: the device level loop stopped after %u levels with a frontier left\n",
+						 (unsigned long long)src, b.depth);
+					rc = -EIO;
+					goto out_bfs;
+				}
+			}
+#endif
 			while (b.cur_n) {
 				struct gv_counters cv = {0};
-				const int scan = o->frontier == FRONTIER_SCAN ||
-						 (o->frontier == FRONTIER_AUTO && b.cur_n >= n / SCAN_FRACTION);
+				const int scan = b.cur_n >= scan_min;
 				const int tr = o->level_trace && si == 0;
 				struct bam_array_stats t_off, t_edge;
 				double t_l = 0;
@@ -567,6 +612,9 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		}
 		rc = 0;
 	out_bfs:
+#ifdef BAM_HAVE_CUDA
+		graph_gpu_bfs_loop_destroy(dloop);
+#endif
 		free(lv);
 		free(rl);
 		if (rc)
@@ -703,6 +751,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddStringToObject(j, "frontier", frontier_names[o->frontier]);
 			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
+			cJSON_AddStringToObject(j, "level_loop", r->level_loop ? r->level_loop : "host");
 			if (r->trace_n) {
 				cJSON *a = cJSON_AddArrayToObject(j, "level_trace");
 				for (uint32_t k = 0; k < r->trace_n; k++) {
@@ -757,9 +806,10 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		       (unsigned long long)r->components, r->passes, r->compute_s, teps);
 	else
 		printf("  sources=%u compute=%.3f s (%.4f s per source) max levels=%u traversed edges/s=%.3g\n"
-		       "  frontier=%s: %u levels by scan of the level array, %u by queue (all sources)\n",
+		       "  frontier=%s: %u levels by scan of the level array, %u by queue (all sources); level loop on the %s\n",
 		       r->runs, r->compute_s, r->runs ? r->compute_s / r->runs : 0, r->levels_max, teps,
-		       frontier_names[o->frontier], r->levels_scan, r->levels_queue);
+		       frontier_names[o->frontier], r->levels_scan, r->levels_queue,
+		       r->level_loop ? r->level_loop : "host");
 	if (r->chunks)
 		printf("  neighbour lists over %u edges: walked as %llu chunks spread over all warps\n", GV_CHUNK,
 		       (unsigned long long)r->chunks);
@@ -790,7 +840,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
-		{"level-trace", 0, 0, 'T'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -847,6 +897,14 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			break;
 		}
 		case 'T': o->level_trace = 1; o->bfs_only = "--level-trace"; break;
+		case 'P':
+			if (strcmp(optarg, "device") && strcmp(optarg, "host")) {
+				cli_fail("%s: --level-loop=%s: expected device or host\n", cmd, optarg);
+				return 2;
+			}
+			o->host_loop = !strcmp(optarg, "host");
+			o->bfs_only = "--level-loop";
+			break;
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;

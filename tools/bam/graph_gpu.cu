@@ -134,6 +134,155 @@ extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c,
 
 extern "C" void *bam_gpu_alloc(int kind, uint64_t bytes);
 extern "C" void bam_gpu_free(int kind, void *p);
+extern "C" void bam_gpu_pause_all(void);
+extern "C" void bam_gpu_resume_all(void);
+
+/* ---- the BFS level loop on the device (graph_gpu.h, struct bfs_loop) ---------------- */
+
+__global__ void loop_expand_kernel(struct graph_view g, struct bfs_loop *L)
+{
+	if (!L)
+		return; /* graph_gpu_prepare's empty launch */
+	struct bfs_state b = L->b;
+	if (b.cur_n >= L->scan_min) {
+		range_warp(&g, &b, NULL);
+		return;
+	}
+	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
+	for (uint64_t w = w0; w < b.cur_n; w += stride)
+		bfs_warp(&g, &b, w, threadIdx.x & 31u, 32);
+}
+
+__global__ void loop_chunk_kernel(struct graph_view g, struct bfs_loop *L)
+{
+	if (!L)
+		return;
+	struct bfs_state b = L->b;
+	chunks_warp(&g, &b, NULL);
+}
+
+/* one thread: count the level, swap the frontiers, reset the counters (but the error),
+ * and end the loop after an empty next frontier, an error or max_depth levels */
+__global__ void loop_end_kernel(struct graph_view g, struct bfs_loop *L, cudaGraphConditionalHandle h)
+{
+	if (!L)
+		return;
+	struct gv_counters *c = g.ctr;
+	if (L->b.cur_n >= L->scan_min)
+		L->levels_scan++;
+	else
+		L->levels_queue++;
+	L->chunks += c->heavy_n;
+	uint64_t *t = L->b.cur;
+	L->b.cur = L->b.next;
+	L->b.next = t;
+	L->b.cur_n = c->next_n;
+	L->b.depth++;
+	c->next_n = 0;
+	c->heavy_n = 0;
+	if (!L->b.cur_n || c->error || L->b.depth >= L->max_depth)
+		cudaGraphSetConditional(h, 0);
+}
+
+struct bfs_loop_run {
+	struct graph_view g;
+	struct bfs_loop *dL;
+	cudaGraphConditionalHandle h;
+	cudaGraph_t graph;
+	cudaGraphExec_t exec;
+};
+
+static int add_kernel(cudaGraph_t graph, cudaGraphNode_t *node, const cudaGraphNode_t *dep, void *func, unsigned blocks,
+		      unsigned threads, void **args)
+{
+	cudaGraphNodeParams p = {}; /* (its union has no default constructor) */
+	p.type = cudaGraphNodeTypeKernel;
+	p.kernel.func = func;
+	p.kernel.gridDim = dim3(blocks);
+	p.kernel.blockDim = dim3(threads);
+	p.kernel.kernelParams = args;
+	return cudaGraphAddNode(node, graph, dep, NULL, dep ? 1 : 0, &p) == cudaSuccess ? 0 : -EIO;
+}
+
+extern "C" void graph_gpu_bfs_loop_destroy(void *handle)
+{
+	struct bfs_loop_run *r = (struct bfs_loop_run *)handle;
+	if (!r)
+		return;
+	/* freeing a graph's device resources may wait for the device: pause the emulator */
+	bam_gpu_pause_all();
+	if (r->exec)
+		cudaGraphExecDestroy(r->exec);
+	if (r->graph)
+		cudaGraphDestroy(r->graph);
+	bam_gpu_resume_all();
+	if (r->dL)
+		bam_gpu_free(0, r->dL);
+	free(r);
+}
+
+extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **handle)
+{
+	struct bfs_loop_run *r = (struct bfs_loop_run *)calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->g = *g;
+	if (!(r->dL = (struct bfs_loop *)bam_gpu_alloc(0, sizeof(struct bfs_loop)))) {
+		free(r);
+		return -ENOMEM;
+	}
+	/* instantiation and upload allocate device memory: pause the emulator meanwhile */
+	bam_gpu_pause_all();
+	cudaError_t e = cudaGraphCreate(&r->graph, 0);
+	cudaGraphNode_t loop = NULL, n1 = NULL, n2 = NULL, n3 = NULL;
+	int rc = -EIO;
+	if (e == cudaSuccess)
+		e = cudaGraphConditionalHandleCreate(&r->h, r->graph, 1, cudaGraphCondAssignDefault);
+	if (e == cudaSuccess) {
+		cudaGraphNodeParams p = {};
+		p.type = cudaGraphNodeTypeConditional;
+		p.conditional.handle = r->h;
+		p.conditional.type = cudaGraphCondTypeWhile;
+		p.conditional.size = 1;
+		e = cudaGraphAddNode(&loop, r->graph, NULL, NULL, 0, &p);
+		if (e == cudaSuccess) {
+			cudaGraph_t body = p.conditional.phGraph_out[0];
+			void *a2[] = {&r->g, &r->dL}, *a3[] = {&r->g, &r->dL, &r->h};
+			unsigned maxb = (unsigned)sm_count() * 16; /* blocks_for's cap */
+			if (!add_kernel(body, &n1, NULL, (void *)loop_expand_kernel, maxb, 256, a2) &&
+			    !add_kernel(body, &n2, &n1, (void *)loop_chunk_kernel, blocks_for(g->m / GV_CHUNK + 1), 256, a2) &&
+			    !add_kernel(body, &n3, &n2, (void *)loop_end_kernel, 1, 1, a3) &&
+			    cudaGraphInstantiate(&r->exec, r->graph, 0) == cudaSuccess &&
+			    cudaGraphUpload(r->exec, stream()) == cudaSuccess && cudaStreamSynchronize(stream()) == cudaSuccess)
+				rc = 0;
+		}
+	}
+	bam_gpu_resume_all();
+	if (rc) {
+		fprintf(stderr, "bam: building the BFS level loop failed: %s\n",
+			cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError()));
+		graph_gpu_bfs_loop_destroy(r);
+		return rc;
+	}
+	*handle = r;
+	return 0;
+}
+
+extern "C" int graph_gpu_bfs_loop_run(void *handle, struct bfs_loop *L, struct gv_counters *out)
+{
+	struct bfs_loop_run *r = (struct bfs_loop_run *)handle;
+	cudaStream_t s = stream();
+	step_begin(s, r->g.ctr);
+	cudaMemcpyAsync(r->dL, L, sizeof(*L), cudaMemcpyHostToDevice, s);
+	cudaError_t e = cudaGraphLaunch(r->exec, s);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bam: BFS level loop launch failed: %s\n", cudaGetErrorString(e));
+		return -EIO;
+	}
+	cudaMemcpyAsync(L, r->dL, sizeof(*L), cudaMemcpyDeviceToHost, s);
+	return step_end(s, r->g.ctr, out, "BFS");
+}
 
 extern "C" void *graph_gpu_alloc(int kind, uint64_t bytes)
 {
@@ -210,5 +359,8 @@ extern "C" int graph_gpu_prepare(void)
 	cc_kernel<<<1, 32>>>(g, c);
 	cc_chunk_kernel<<<1, 32>>>(g, c);
 	cc_flatten_kernel<<<1, 32>>>(0, c);
+	loop_expand_kernel<<<1, 32>>>(g, NULL);
+	loop_chunk_kernel<<<1, 32>>>(g, NULL);
+	loop_end_kernel<<<1, 1>>>(g, NULL, 0);
 	return cudaDeviceSynchronize() == cudaSuccess ? 0 : -EIO;
 }

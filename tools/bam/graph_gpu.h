@@ -14,6 +14,30 @@ int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int sca
 /* The CC pass: the union-find sweep over all arcs, its chunks of long lists, then the
  * flattening sweep; counters as for graph_gpu_bfs_level. */
 int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out);
+/* The BFS level loop on the device: one CUDA graph, a WHILE node around one level
+ * (expand, chunks of long lists, end), so a level costs no launch from the host, no
+ * copy and no synchronisation (each cost 20-30 us per level on the H200: most of a
+ * BFS on a graph with many small levels). The state of one source's search, in
+ * device memory while the graph runs: */
+struct bfs_loop {
+	struct bfs_state b;     /* in: level (set: source 0, rest unreached), cur = {source},
+				 * cur_n 1, depth 0; out: depth = levels expanded, cur/next
+				 * swapped once per level */
+	uint64_t scan_min;      /* a level whose frontier has >= scan_min vertices is found by
+				 * scan (0: always, UINT64_MAX: never); cmd_graphrun.c's rule */
+	uint64_t chunks;        /* out: chunks of long lists walked */
+	uint32_t levels_scan, levels_queue; /* out */
+	uint32_t max_depth;     /* stop after this many levels (n + 1 is never reached) */
+	uint32_t pad;
+};
+/* Build the graph for views g (copied; g->ctr is reset by the loop itself) and its
+ * device state. 0, -ENOMEM or -EIO (a CUDA error, printed). */
+int graph_gpu_bfs_loop_create(const struct graph_view *g, void **handle);
+/* Run one source's search to its end: *L in, the graph launched once, *L and the level
+ * counters (*out: error = the first error, as for graph_gpu_bfs_level) back. 0 or
+ * -EIO. The search stops after the level in which an error was recorded. */
+int graph_gpu_bfs_loop_run(void *handle, struct bfs_loop *L, struct gv_counters *out);
+void graph_gpu_bfs_loop_destroy(void *handle);
 /* Memory for the baselines: kind 0 = cudaMalloc, 1 = pinned host (cudaHostAlloc
  * mapped), 2 = cudaMallocManaged (refused if larger than the GPU's free memory). */
 void *graph_gpu_alloc(int kind, uint64_t bytes);
