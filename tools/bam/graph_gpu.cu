@@ -139,15 +139,22 @@ extern "C" void bam_gpu_resume_all(void);
 
 /* ---- the BFS level loop on the device (graph_gpu.h, struct bfs_loop) ---------------- */
 
-__global__ void loop_expand_kernel(struct graph_view g, struct bfs_loop *L)
+/* Two expand kernels, each a no-op on the other's levels: one kernel with both bodies
+ * needs the registers of the larger, fewer warps are resident, fewer misses in flight
+ * (measured on the H200: BFS of kron26 in GPU memory 0.183 s instead of 0.108 s). */
+__global__ void loop_scan_kernel(struct graph_view g, struct bfs_loop *L)
 {
-	if (!L)
-		return; /* graph_gpu_prepare's empty launch */
+	if (!L || L->b.cur_n < L->scan_min)
+		return; /* a queue level (or graph_gpu_prepare's empty launch) */
 	struct bfs_state b = L->b;
-	if (b.cur_n >= L->scan_min) {
-		range_warp(&g, &b, NULL);
+	range_warp(&g, &b, NULL);
+}
+
+__global__ void loop_queue_kernel(struct graph_view g, struct bfs_loop *L)
+{
+	if (!L || L->b.cur_n >= L->scan_min)
 		return;
-	}
+	struct bfs_state b = L->b;
 	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
 	for (uint64_t w = w0; w < b.cur_n; w += stride)
@@ -235,7 +242,7 @@ extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **hand
 	/* instantiation and upload allocate device memory: pause the emulator meanwhile */
 	bam_gpu_pause_all();
 	cudaError_t e = cudaGraphCreate(&r->graph, 0);
-	cudaGraphNode_t loop = NULL, n1 = NULL, n2 = NULL, n3 = NULL;
+	cudaGraphNode_t loop = NULL, n0 = NULL, n1 = NULL, n2 = NULL, n3 = NULL;
 	int rc = -EIO;
 	if (e == cudaSuccess)
 		e = cudaGraphConditionalHandleCreate(&r->h, r->graph, 1, cudaGraphCondAssignDefault);
@@ -250,7 +257,8 @@ extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **hand
 			cudaGraph_t body = p.conditional.phGraph_out[0];
 			void *a2[] = {&r->g, &r->dL}, *a3[] = {&r->g, &r->dL, &r->h};
 			unsigned maxb = (unsigned)sm_count() * 16; /* blocks_for's cap */
-			if (!add_kernel(body, &n1, NULL, (void *)loop_expand_kernel, maxb, 256, a2) &&
+			if (!add_kernel(body, &n0, NULL, (void *)loop_scan_kernel, maxb, 256, a2) &&
+			    !add_kernel(body, &n1, &n0, (void *)loop_queue_kernel, maxb, 256, a2) &&
 			    !add_kernel(body, &n2, &n1, (void *)loop_chunk_kernel, blocks_for(g->m / GV_CHUNK + 1), 256, a2) &&
 			    !add_kernel(body, &n3, &n2, (void *)loop_end_kernel, 1, 1, a3) &&
 			    cudaGraphInstantiate(&r->exec, r->graph, 0) == cudaSuccess &&
@@ -359,7 +367,8 @@ extern "C" int graph_gpu_prepare(void)
 	cc_kernel<<<1, 32>>>(g, c);
 	cc_chunk_kernel<<<1, 32>>>(g, c);
 	cc_flatten_kernel<<<1, 32>>>(0, c);
-	loop_expand_kernel<<<1, 32>>>(g, NULL);
+	loop_scan_kernel<<<1, 32>>>(g, NULL);
+	loop_queue_kernel<<<1, 32>>>(g, NULL);
 	loop_chunk_kernel<<<1, 32>>>(g, NULL);
 	loop_end_kernel<<<1, 1>>>(g, NULL, 0);
 	return cudaDeviceSynchronize() == cudaSuccess ? 0 : -EIO;

@@ -15,10 +15,10 @@ int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int sca
  * flattening sweep; counters as for graph_gpu_bfs_level. */
 int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out);
 /* The BFS level loop on the device: one CUDA graph, a WHILE node around one level
- * (expand, chunks of long lists, end), so a level costs no launch from the host, no
- * copy and no synchronisation (each cost 20-30 us per level on the H200: most of a
- * BFS on a graph with many small levels). The state of one source's search, in
- * device memory while the graph runs: */
+ * (expand by scan and expand by queue, one of them a no-op; chunks of long lists; end),
+ * so a level costs no launch from the host, no copy and no synchronisation (together
+ * 20-30 us per level on the H200: most of a BFS on a graph with many small levels).
+ * The state of one source's search, in device memory while the graph runs: */
 struct bfs_loop {
 	struct bfs_state b;     /* in: level (set: source 0, rest unreached), cur = {source},
 				 * cur_n 1, depth 0; out: depth = levels expanded, cur/next
