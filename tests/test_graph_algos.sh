@@ -156,7 +156,7 @@ json_fail "unparsable back-end string" cc 1 "unknown key 'bogus'" 1 True \
   "$BAM" cc "$k" --backend=emu:bogus=1 --json --quiet --target=cpu
 json_fail "unknown back end" bfs 1 "unknown back end 'nvme9'" 1 True \
   "$BAM" bfs "$k" --backend=nvme9 --json --quiet --target=cpu
-json_fail "back end refused by the cache (line < LBA)" bfs 1 "creating the cache" 0 "'line size 512 is not a multiple' in err" \
+json_fail "back end refused by the cache (line < LBA): the reason in the message" bfs 1 "line size 512 is not a multiple of controller 0's LBA size 4096" 0 "'line size 512 is not a multiple' in err" \
   "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512 --json --quiet --target=cpu
 json_fail "every read fails (emu err_rate=1)" bfs 1 "I/O error" 1 True \
   "$BAM" bfs "$k" --backend=emu:err_rate=1 --sources=1 --json --quiet --target=cpu

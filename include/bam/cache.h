@@ -28,7 +28,8 @@ struct bam_cache_opts {
 
 /* Create a cache on ctx. Returns 0, -EINVAL (line size or capacity invalid), -ENOMEM
  * (the cache does not fit in the target's free memory, bam_cache_fits: refused before
- * allocating, with a message on stderr naming both sizes; or an allocation failed). */
+ * allocating, the message naming both sizes; or an allocation failed). On failure the
+ * reason is in bam_ctx_error(ctx) and on stderr. */
 BAM_API int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct bam_cache **out);
 /* Bytes of target memory a cache with these options takes: its lines plus per-line
  * state, tag, pending record and PRP list. 0 if the options are invalid. */
@@ -79,7 +80,8 @@ struct bam_array_opts {
 };
 
 /* Create an array in cache c. Returns 0, -EINVAL (bad sizes; does not fit on the
- * controllers: message on stderr unless quiet), -ENOSPC (64 arrays already), -ENOMEM. */
+ * controllers), -ENOSPC (64 arrays already), -ENOMEM. On -EINVAL the reason is in
+ * bam_ctx_error() of the cache's context and on stderr. */
 BAM_API int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct bam_array **out);
 BAM_API void bam_array_destroy(struct bam_array *a);
 /* The device-side view to pass to kernels (target memory). */

@@ -2,11 +2,23 @@
 /* Host side of the software cache and arrays: allocation up front, placement,
  * provisioning, flush, statistics. The I/O path is in bam/array.h. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bam/cache.h"
 #include "ctx_internal.h"
+
+/* Say why a call is refused or failed: in the context's last error (bam_ctx_error) and
+ * on stderr. */
+__attribute__((format(printf, 2, 3))) static void cache_refuse(struct bam_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->errmsg, sizeof(ctx->errmsg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "bam: %s\n", ctx->errmsg);
+}
 
 struct bam_cache {
 	struct bam_ctx *ctx;
@@ -76,20 +88,20 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 {
 	uint32_t ls = o->line_size;
 	if (ls < 512 || ls > 65536 || (ls & (ls - 1))) {
-		fprintf(stderr, "bam: cache line size %u: must be a power of two from 512 to 65536\n", ls);
+		cache_refuse(ctx, "cache line size %u: must be a power of two from 512 to 65536", ls);
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < bam_ctx_ctrl_count(ctx); i++) {
 		struct bam_ns_info ns;
 		bam_ctx_ns_info(ctx, i, &ns);
 		if (ls % ns.lba_size) {
-			fprintf(stderr, "bam: cache line size %u is not a multiple of controller %u's LBA size %u\n", ls, i, ns.lba_size);
+			cache_refuse(ctx, "cache line size %u is not a multiple of controller %u's LBA size %u", ls, i, ns.lba_size);
 			return -EINVAL;
 		}
 	}
 	uint64_t n = o->capacity / ls;
 	if (n == 0 || n >= BAM_XLAT_FILLING) {
-		fprintf(stderr, "bam: cache capacity %llu gives %llu lines of %u bytes (1 to 2^32-2 allowed)\n",
+		cache_refuse(ctx, "cache capacity %llu gives %llu lines of %u bytes (1 to 2^32-2 allowed)",
 			(unsigned long long)o->capacity, (unsigned long long)n, ls);
 		return -EINVAL;
 	}
@@ -97,7 +109,7 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 	 * end with the OOM killer */
 	char msg[256];
 	if (bam_cache_fits(bam_ctx_target(ctx), o, msg, sizeof(msg)) == -ENOMEM) {
-		fprintf(stderr, "bam: %s: refused\n", msg);
+		cache_refuse(ctx, "%s: refused", msg);
 		return -ENOMEM;
 	}
 	struct bam_cache *c = calloc(1, sizeof(*c));
@@ -140,7 +152,7 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 	*out = c;
 	return 0;
 nomem:
-	fprintf(stderr, "bam: cannot allocate a cache of %llu lines of %u bytes\n", (unsigned long long)n, ls);
+	cache_refuse(ctx, "cannot allocate a cache of %llu lines of %u bytes", (unsigned long long)n, ls);
 	bam_cache_destroy(c);
 	return -ENOMEM;
 }
@@ -285,16 +297,16 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	struct bam_ctx *ctx = c->ctx;
 	uint32_t es = o->elem_size;
 	if (es != 1 && es != 2 && es != 4 && es != 8) {
-		fprintf(stderr, "bam: element size %u: must be 1, 2, 4 or 8 bytes\n", es);
+		cache_refuse(ctx, "element size %u: must be 1, 2, 4 or 8 bytes", es);
 		return -EINVAL;
 	}
 	if (o->n_elems == 0) {
-		fprintf(stderr, "bam: an array needs at least one element\n");
+		cache_refuse(ctx, "an array needs at least one element");
 		return -EINVAL;
 	}
 	uint32_t nc = o->n_ctrl ? o->n_ctrl : bam_ctx_ctrl_count(ctx) - o->first_ctrl;
 	if (o->first_ctrl + nc > bam_ctx_ctrl_count(ctx) || nc == 0) {
-		fprintf(stderr, "bam: array on controllers %u..%u, but the context has %u\n", o->first_ctrl,
+		cache_refuse(ctx, "array on controllers %u..%u, but the context has %u", o->first_ctrl,
 			o->first_ctrl + nc - 1, bam_ctx_ctrl_count(ctx));
 		return -EINVAL;
 	}
@@ -326,7 +338,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		h->ctrl[k] = o->first_ctrl + k;
 		bam_ctx_ns_info(ctx, h->ctrl[k], &ns);
 		if (lba_size && ns.lba_size != lba_size) {
-			fprintf(stderr, "bam: controllers of one array must share an LBA size\n");
+			cache_refuse(ctx, "controllers of one array must share an LBA size");
 			free(a);
 			return -EINVAL;
 		}
@@ -343,7 +355,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	uint64_t lines_per_ctrl = o->layout == BAM_LAYOUT_STRIPE ? (h->n_lines + nc - 1) / nc : h->n_lines;
 	a->bytes_per_ctrl = lines_per_ctrl * c->h.line_size;
 	if (o->base_lba % (c->h.line_size / lba_size)) {
-		fprintf(stderr, "bam: array base LBA %llu is not line aligned\n", (unsigned long long)o->base_lba);
+		cache_refuse(ctx, "array base LBA %llu is not line aligned", (unsigned long long)o->base_lba);
 		free(a);
 		return -EINVAL;
 	}
@@ -352,7 +364,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		bam_ctx_ns_info(ctx, h->ctrl[k], &ns);
 		uint64_t need = o->base_lba * lba_size + a->bytes_per_ctrl;
 		if (need > ns.nlba * ns.lba_size) {
-			fprintf(stderr, "bam: array of %llu bytes needs %llu bytes on controller %u, which has %llu\n",
+			cache_refuse(ctx, "array of %llu bytes needs %llu bytes on controller %u, which has %llu",
 				(unsigned long long)bytes, (unsigned long long)need, h->ctrl[k],
 				(unsigned long long)(ns.nlba * ns.lba_size));
 			free(a);

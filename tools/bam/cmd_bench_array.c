@@ -204,9 +204,9 @@ int bam_bench_array(int argc, char **argv)
 	struct bam_array *arr = NULL;
 	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
 	if ((rc = bam_cache_create(ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &arr))) {
-		/* the library said why on stderr */
-		cli_fail_note("bench --array: creating the cache and the array failed: %s (the reason is on stderr)\n",
-			      bam_strerror(rc));
+		/* the library said why on stderr; the JSON message gets it too */
+		cli_fail_note("bench --array: creating the cache and the array failed: %s: %s\n", bam_strerror(rc),
+			      bam_ctx_error(ctx));
 		bam_ctx_close(ctx);
 		return 1;
 	}

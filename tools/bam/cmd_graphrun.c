@@ -387,15 +387,15 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		r->line = o->line;
 		double tc = cli_now();
 		if ((rc = bam_cache_create(gm.ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &aoff))) {
-			/* the library said why on stderr */
-			cli_fail_note("%s: creating the cache and the offsets array failed: %s (the reason is on stderr)\n",
-				      do_cc ? "cc" : "bfs", bam_strerror(rc));
+			/* the library said why on stderr; the JSON message gets it too */
+			cli_fail_note("%s: creating the cache and the offsets array failed: %s: %s\n",
+				      do_cc ? "cc" : "bfs", bam_strerror(rc), bam_ctx_error(gm.ctx));
 			goto out;
 		}
 		struct bam_array_opts ae = {.n_elems = m ? m : 1, .elem_size = hdr.id_bytes, .base_lba = bam_array_end_lba(aoff)};
 		if ((rc = bam_array_create(cache, &ae, &aedge))) {
-			cli_fail_note("%s: creating the edge array failed: %s (the reason is on stderr)\n", do_cc ? "cc" : "bfs",
-				      bam_strerror(rc));
+			cli_fail_note("%s: creating the edge array failed: %s: %s\n", do_cc ? "cc" : "bfs",
+				      bam_strerror(rc), bam_ctx_error(gm.ctx));
 			goto out;
 		}
 		r->setup_s = cli_now() - tc; /* cache and arrays: reported, not in end-to-end */
