@@ -80,8 +80,8 @@ struct bam_array_opts {
 };
 
 /* Create an array in cache c. Returns 0, -EINVAL (bad sizes; does not fit on the
- * controllers), -ENOSPC (64 arrays already), -ENOMEM. On -EINVAL the reason is in
- * bam_ctx_error() of the cache's context and on stderr. */
+ * controllers), -ENOSPC (64 arrays already), -ENOMEM. The reason is in bam_ctx_error()
+ * of the cache's context and on stderr. */
 BAM_API int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct bam_array **out);
 BAM_API void bam_array_destroy(struct bam_array *a);
 /* The device-side view to pass to kernels (target memory). */

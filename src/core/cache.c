@@ -316,8 +316,10 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 			id = i;
 			break;
 		}
-	if (id < 0)
+	if (id < 0) {
+		cache_refuse(ctx, "a cache holds at most %d arrays", BAM_MAX_ARRAYS);
 		return -ENOSPC;
+	}
 	struct bam_array *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
@@ -379,6 +381,8 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		bam_mem_free(ctx, BAM_MEM_DEVICE, h->xlat);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a->d);
 		free(a);
+		cache_refuse(ctx, "cannot allocate the translation table of an array of %llu lines",
+			     (unsigned long long)h->n_lines);
 		return -ENOMEM;
 	}
 	c->arrays[id] = a;
