@@ -379,10 +379,10 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	if (!h->xlat || !a->d || bam_mem_set(ctx, h->xlat, 0xff, h->n_lines * 4) ||
 	    bam_mem_copy(ctx, a->d, h, sizeof(*h))) {
 		bam_mem_free(ctx, BAM_MEM_DEVICE, h->xlat);
-		bam_mem_free(ctx, BAM_MEM_DEVICE, a->d);
-		free(a);
 		cache_refuse(ctx, "cannot allocate the translation table of an array of %llu lines",
 			     (unsigned long long)h->n_lines);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, a->d);
+		free(a);
 		return -ENOMEM;
 	}
 	c->arrays[id] = a;
