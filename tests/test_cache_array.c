@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <pthread.h>
 #include <cmocka.h>
 #include "bam/cache.h"
@@ -326,6 +327,59 @@ static void test_fill_error_not_published(void **state)
 	close_env(&e);
 }
 
+/* ---- a fill waiter behind a filler that stands in line ---------------------------- */
+
+/* Threads 0..29 read one line each; threads 30..35 read line 30 together, starting
+ * 20 ms later, so line 30's filler stands in the queue pair's credit line with most
+ * of the others. Every command takes 10 ms and the queue pair holds one at a time, so
+ * the 31 lines take about 310 ms, five times the 60 ms timeout. */
+struct inline_job {
+	struct bam_array_dev *a;
+	int errors, wrong;
+};
+
+static void line_reader(void *arg, uint64_t tid)
+{
+	struct inline_job *j = arg;
+	uint64_t line = tid < 30 ? tid : 30;
+	if (tid >= 30) {
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+	}
+	uint32_t v = 0;
+	const uint64_t i = line * 1024 + tid; /* 1024 u32 per 4 KiB line */
+	if (bam_array_read_u32(j->a, i, &v))
+		__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
+	else if (v != (uint32_t)i * 7u)
+		__atomic_fetch_add(&j->wrong, 1, __ATOMIC_RELAXED);
+}
+
+static void test_fill_waiter_in_line(void **state)
+{
+	(void)state;
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 1, .queue_depth = 2, .timeout_ns = 60000000ull};
+	char err[256];
+	struct env e;
+	assert_int_equal(bam_ctx_open("emu:size=1M,delay_rate=1,delay_us=10000", &o, &e.ctx, err, sizeof(err)), 0);
+	struct bam_cache_opts co = {.capacity = 128 << 10, .line_size = 4096};
+	assert_int_equal(bam_cache_create(e.ctx, &co, &e.cache), 0);
+	struct bam_array_opts ao = {.n_elems = 32 * 1024, .elem_size = 4};
+	assert_int_equal(bam_array_create(e.cache, &ao, &e.arr), 0);
+	uint32_t *init = malloc(32 * 1024 * 4);
+	for (uint32_t k = 0; k < 32 * 1024; k++)
+		init[k] = k * 7u;
+	assert_int_equal(bam_array_media_write(e.arr, 0, init, 32 * 1024), 0);
+	free(init);
+	struct inline_job j = {.a = bam_array_dev(e.arr)};
+	assert_int_equal(bam_cpu_launch(36, 36, line_reader, &j), 0);
+	/* a waiter's bound restarts with every completion on the device: none times out
+	 * (with an absolute bound, those of line 30 failed after 60 ms, unless their
+	 * filler happened to get an early credit) */
+	assert_int_equal(j.errors, 0);
+	assert_int_equal(j.wrong, 0);
+	close_env(&e);
+}
+
 /* out-of-range index: -ERANGE, nothing touched */
 static void test_out_of_range(void **state)
 {
@@ -348,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_line_handle_scan),
 		cmocka_unit_test(test_flush_durability),
 		cmocka_unit_test(test_fill_error_not_published),
+		cmocka_unit_test(test_fill_waiter_in_line),
 		cmocka_unit_test(test_out_of_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -405,7 +405,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 	struct bam_cache_dev *c = a->cache;
 	const uint64_t tag = ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l;
 	uint64_t deadline = 0; /* set on the first slow step: a hit reads no clock */
-	uint32_t iter = 0;
+	uint32_t iter = 0, seen = 0;
 	for (;;) {
 		/* relaxed: the reference's acquire on the slot's state word orders the reads
 		 * of the line after the fill's release that published it */
@@ -450,10 +450,18 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			}
 			return s;
 		}
-		/* someone else fills it, or the slot changed under us: retry, bounded */
-		if (!deadline)
+		/* Someone else fills it, or the slot changed under us: retry, bounded by the
+		 * device's progress. The filler may stand in a long line for a queue pair's
+		 * credit (bounded by that queue pair's progress, qpair.h), and its command's
+		 * wait is bounded; so every CQ head move anywhere on the device restarts
+		 * this wait's window, and only a device that completes nothing for a whole
+		 * timeout fails it (an absolute bound failed waiters of a line whose filler
+		 * was merely in line). */
+		const uint32_t pr = a->io->progress ? bam_load_relaxed_u32(a->io->progress) : 0;
+		if (!deadline || pr != seen) {
 			deadline = bam_time_ns() + a->io->timeout_ns;
-		else if (bam_time_ns() > deadline) {
+			seen = pr;
+		} else if (bam_time_ns() > deadline) {
 			bam_dev_record_error(a->io, -ETIMEDOUT, 0);
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
 			return -ETIMEDOUT;

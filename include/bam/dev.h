@@ -33,6 +33,9 @@ struct bam_dev {
 	uint32_t error;         /* sticky: first failure, as a positive errno (0 = none) */
 	uint32_t error_status;  /* sticky: first non-zero NVMe status seen (0 = none) */
 	uint64_t n_errors;      /* failures recorded */
+	uint32_t *progress;     /* bumped by every CQ head move of any queue pair (target
+				 * memory; bam_qpair.progress): a wait with no command of its
+				 * own in flight is bounded by the device's progress */
 	struct bam_dev_ctrl ctrl[BAM_MAX_CTRLS];
 };
 

@@ -67,6 +67,9 @@ struct bam_qpair {
 	uint32_t *sq_mark;          /* [depth/32] bit set: SQE written, tail not yet past it */
 	uint32_t *cq_consumed;      /* [depth/32] bit set: CQE consumed, head not yet past it */
 	uint32_t *cid_state;        /* [depth] BAM_CID_* */
+	uint32_t *progress;         /* NULL, or a word shared by the device's queue pairs,
+				     * bumped by every CQ head move: waiters that cannot see
+				     * their own queue pair's progress watch it (array.h) */
 	uint32_t depth;             /* entries per SQ and per CQ, power of two */
 	uint32_t depth_shift;       /* log2(depth) */
 	uint32_t qid;               /* SQID = CQID, 1-based as in NVMe */
@@ -75,7 +78,7 @@ struct bam_qpair {
 	uint32_t sys_scope;         /* 1: the controller is outside the GPU (DMA engine, host
 				     * service): doorbells and CQE reads ordered at system
 				     * scope. 0: it runs on this GPU: GPU scope suffices. */
-	uint32_t pad0[22];
+	uint32_t pad0[20];
 
 	uint32_t sq_ticket;         /* next ticket (atomic) */
 	uint32_t cid_hint;          /* where CID search starts (atomic) */
@@ -325,6 +328,8 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		bam_store_release_gpu_u32(&qp->sq_head, nsh);
 	}
 	bam_store_release_gpu_u32(&qp->cq_head, h);
+	if (qp->progress)
+		bam_fetch_add_relaxed_gpu_u32(qp->progress, 1);
 	bam_fetch_add_relaxed_gpu_u64(&qp->cnt.completed, freed);
 	if (freed)
 		bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, freed);

@@ -252,6 +252,9 @@ static void free_queues(struct bam_ctx *ctx)
 	for (uint32_t c = 0; c < ctx->n_ctrl; c++)
 		if (ctx->qps_dev)
 			bam_mem_free(ctx, BAM_MEM_DEVICE, ctx->qps_dev[c]);
+	if (ctx->host_dev.progress)
+		bam_mem_free(ctx, BAM_MEM_DEVICE, ctx->host_dev.progress);
+	ctx->host_dev.progress = NULL;
 	free(ctx->qmem);
 	free(ctx->qps_dev);
 	ctx->qmem = NULL;
@@ -271,6 +274,9 @@ static int create_queues(struct bam_ctx *ctx, char *err, size_t errlen)
 	uint32_t shift = 0;
 	while ((1u << shift) < depth)
 		shift++;
+	/* the device's progress word (bam_dev.progress), zeroed */
+	if (!(ctx->host_dev.progress = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(uint32_t))))
+		goto nomem;
 	for (uint32_t c = 0; c < ctx->n_ctrl; c++) {
 		if (depth > ctx->ns[c].mqes) {
 			set_err(err, errlen, "queue depth %u exceeds controller %u's CAP.MQES+1 = %u", depth, c, ctx->ns[c].mqes);
@@ -298,6 +304,7 @@ static int create_queues(struct bam_ctx *ctx, char *err, size_t errlen)
 			h->sq_mark = m->mark;
 			h->cq_consumed = m->consumed;
 			h->cid_state = m->cid;
+			h->progress = ctx->host_dev.progress;
 			h->depth = depth;
 			h->depth_shift = shift;
 			h->qid = q + 1;
