@@ -393,6 +393,32 @@ static void test_out_of_range(void **state)
 	close_env(&e);
 }
 
+/* arrays that cannot be: refused with -EINVAL and the reason in bam_ctx_error */
+static void test_array_refusals(void **state)
+{
+	(void)state;
+	struct env e;
+	open_env(&e, "emu:size=1M", 64 << 10, 4096, 1000, 8, BAM_LAYOUT_STRIPE);
+	struct bam_array *x = NULL;
+	/* a first controller past the context's one controller (its count wrapped) */
+	struct bam_array_opts o1 = {.n_elems = 10, .elem_size = 8, .first_ctrl = 5};
+	assert_int_equal(bam_array_create(e.cache, &o1, &x), -EINVAL);
+	assert_non_null(strstr(bam_ctx_error(e.ctx), "the context has 1"));
+	struct bam_array_opts o2 = {.n_elems = 10, .elem_size = 8, .n_ctrl = 2};
+	assert_int_equal(bam_array_create(e.cache, &o2, &x), -EINVAL);
+	assert_non_null(strstr(bam_ctx_error(e.ctx), "the context has 1"));
+	/* n_elems * elem_size past 2^64 (it wrapped to an array of 0 lines) */
+	struct bam_array_opts o3 = {.n_elems = 1ull << 62, .elem_size = 8};
+	assert_int_equal(bam_array_create(e.cache, &o3, &x), -EINVAL);
+	assert_non_null(strstr(bam_ctx_error(e.ctx), "64 bits"));
+	/* more lines than a cache tag can name: the reason, not the previous one */
+	struct bam_array_opts o4 = {.n_elems = 1ull << 49, .elem_size = 8};
+	assert_int_equal(bam_array_create(e.cache, &o4, &x), -EINVAL);
+	assert_non_null(strstr(bam_ctx_error(e.ctx), "lines of 4096 bytes"));
+	assert_null(x);
+	close_env(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_fill_error_not_published),
 		cmocka_unit_test(test_fill_waiter_in_line),
 		cmocka_unit_test(test_out_of_range),
+		cmocka_unit_test(test_array_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

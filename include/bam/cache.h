@@ -28,8 +28,9 @@ struct bam_cache_opts {
 
 /* Create a cache on ctx. Returns 0, -EINVAL (line size or capacity invalid), -ENOMEM
  * (the cache does not fit in the target's free memory, bam_cache_fits: refused before
- * allocating, the message naming both sizes; or an allocation failed). On failure the
- * reason is in bam_ctx_error(ctx) and on stderr. */
+ * allocating, the message naming both sizes; or an allocation failed), -EIO (the
+ * descriptor could not be copied to the target). On failure the reason is in
+ * bam_ctx_error(ctx) and on stderr. */
 BAM_API int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct bam_cache **out);
 /* Bytes of target memory a cache with these options takes: its lines plus per-line
  * state, tag, pending record and PRP list. 0 if the options are invalid. */
@@ -80,8 +81,9 @@ struct bam_array_opts {
 };
 
 /* Create an array in cache c. Returns 0, -EINVAL (bad sizes; does not fit on the
- * controllers), -ENOSPC (64 arrays already), -ENOMEM. The reason is in bam_ctx_error()
- * of the cache's context and on stderr. */
+ * controllers, or first_ctrl / n_ctrl outside the context's controllers), -ENOSPC (64
+ * arrays already), -ENOMEM, -EIO (the descriptor could not be copied to the target).
+ * On failure the reason is in bam_ctx_error() of the cache's context and on stderr. */
 BAM_API int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct bam_array **out);
 BAM_API void bam_array_destroy(struct bam_array *a);
 /* The device-side view to pass to kernels (target memory). */

@@ -113,8 +113,10 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 		return -ENOMEM;
 	}
 	struct bam_cache *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		cache_refuse(ctx, "out of host memory for the cache's descriptor");
 		return -ENOMEM;
+	}
 	c->ctx = ctx;
 	c->h.line_size = ls;
 	while ((1u << c->h.line_shift) < ls)
@@ -147,8 +149,11 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 		if (rc)
 			goto nomem;
 	}
-	if (sync_cache(c))
-		goto nomem;
+	if (sync_cache(c)) {
+		cache_refuse(ctx, "copying the cache's descriptor to the target failed");
+		bam_cache_destroy(c);
+		return -EIO;
+	}
 	*out = c;
 	return 0;
 nomem:
@@ -304,10 +309,20 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		cache_refuse(ctx, "an array needs at least one element");
 		return -EINVAL;
 	}
-	uint32_t nc = o->n_ctrl ? o->n_ctrl : bam_ctx_ctrl_count(ctx) - o->first_ctrl;
-	if (o->first_ctrl + nc > bam_ctx_ctrl_count(ctx) || nc == 0) {
-		cache_refuse(ctx, "array on controllers %u..%u, but the context has %u", o->first_ctrl,
-			o->first_ctrl + nc - 1, bam_ctx_ctrl_count(ctx));
+	const uint32_t count = bam_ctx_ctrl_count(ctx);
+	if (o->first_ctrl >= count || o->n_ctrl > count - o->first_ctrl) {
+		if (o->n_ctrl)
+			cache_refuse(ctx, "array on controllers %u..%llu, but the context has %u (0..%u)", o->first_ctrl,
+				     (unsigned long long)o->first_ctrl + o->n_ctrl - 1, count, count - 1);
+		else
+			cache_refuse(ctx, "array from controller %u on, but the context has %u (0..%u)", o->first_ctrl,
+				     count, count - 1);
+		return -EINVAL;
+	}
+	const uint32_t nc = o->n_ctrl ? o->n_ctrl : count - o->first_ctrl;
+	if (o->n_elems > UINT64_MAX / es) {
+		cache_refuse(ctx, "array of %llu elements of %u bytes: more bytes than 64 bits count",
+			     (unsigned long long)o->n_elems, es);
 		return -EINVAL;
 	}
 	int id = -1;
@@ -321,8 +336,10 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		return -ENOSPC;
 	}
 	struct bam_array *a = calloc(1, sizeof(*a));
-	if (!a)
+	if (!a) {
+		cache_refuse(ctx, "out of host memory for the array's descriptor");
 		return -ENOMEM;
+	}
 	a->cache = c;
 	struct bam_array_dev *h = &a->h;
 	h->io = bam_ctx_dev(ctx);
@@ -351,6 +368,8 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	uint64_t bytes = o->n_elems * es;
 	h->n_lines = (bytes + c->h.line_size - 1) >> c->h.line_shift;
 	if (h->n_lines >= (1ull << BAM_TAG_LINE_BITS)) {
+		cache_refuse(ctx, "array of %llu bytes: %llu lines of %u bytes, at most 2^%u - 1 allowed",
+			     (unsigned long long)bytes, (unsigned long long)h->n_lines, c->h.line_size, BAM_TAG_LINE_BITS);
 		free(a);
 		return -EINVAL;
 	}
@@ -388,6 +407,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	c->arrays[id] = a;
 	c->h.arrays[id] = a->d;
 	if (sync_cache(c)) {
+		cache_refuse(ctx, "copying the cache's descriptor to the target failed");
 		bam_array_destroy(a);
 		return -EIO;
 	}
