@@ -138,13 +138,20 @@ int cli_json_init(const char *command, int argc, char **argv, const char *optstr
 	int saved = opterr, ch, want = 0;
 	free(cli_json.message);
 	memset(&cli_json, 0, sizeof(cli_json));
+	/* on a copy of argv: GNU getopt_long moves the operands to the end as it goes, and
+	 * a dry run over the real argv left `bfs G --level-loop` parsed as --level-loop=G */
+	char **copy = malloc(((size_t)argc + 1) * sizeof(*copy));
+	if (!copy)
+		return 0;
+	memcpy(copy, argv, ((size_t)argc + 1) * sizeof(*copy));
 	opterr = 0;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, optstring, lo, NULL)) != -1)
+	while ((ch = getopt_long(argc, copy, optstring, lo, NULL)) != -1)
 		if (ch == json_val)
 			want = 1;
 	opterr = saved;
 	optind = 0;
+	free(copy);
 	if (want)
 		cli_json.command = command;
 	return want;
