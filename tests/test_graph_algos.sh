@@ -104,7 +104,8 @@ fi
 # level is the source alone; refusals
 refuse "--level-loop: the values are named" "expected device or host" "$BAM" bfs "$k" --level-loop=gpu
 refuse "cc refuses --level-trace" "applies to bfs only" "$BAM" cc "$k" --level-trace
-refuse "demo refuses --level-trace" "is for bam bfs" "$BAM" demo "$W/in0.snap" --level-trace
+refuse "demo refuses --level-trace" "applies to bam bfs only" "$BAM" demo "$W/in0.snap" --level-trace
+refuse "demo refuses --level-loop" "applies to bam bfs only" "$BAM" demo "$W/in0.snap" --level-loop=device
 check "bfs --level-trace" "$BAM" bfs "$k" --source=1 --level-trace
 if "$BAM" bfs "$k" --source=1 --level-trace --json --quiet --target=cpu 2>/dev/null | python3 -c '
 import json, sys
@@ -114,7 +115,7 @@ assert len(t) == d["max_levels"], (len(t), d["max_levels"])
 assert t[0]["frontier"] == 1 and t[0]["found_by"] == "queue"
 assert all(l["s"] >= 0 and l["frontier"] > 0 for l in t)
 assert sum(l["edge_misses"] for l in t) >= 1
-assert d["level_loop"] == "host"
+assert d["level_loop"] == "host" and d["level_trace_source"] == 1
 '; then pass=$((pass + 1)); echo "ok: --level-trace JSON"; else fail=$((fail + 1)); echo "FAIL: --level-trace JSON"; fi
 sz=$("$BAM" bfs "$k" --backend= --sources=2 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["storage"])')
 case "$sz" in *size=1073741824*) fail=$((fail + 1)); echo "FAIL: --backend= got the 1 GiB default namespace: $sz" ;;

@@ -46,6 +46,7 @@ struct gopts {
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	int host_loop;        /* BFS on the GPU: --level-loop=host (default: device) */
+	int level_loop_set;   /* --level-loop given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
 
@@ -87,6 +88,7 @@ struct gres {
 	struct bam_array_stats st_off, st_edge;
 	char backend_desc[512];
 	struct level_rec *trace; /* --level-trace: the first source's levels */
+	uint64_t trace_src;      /* that source */
 	const char *level_loop;  /* BFS: "device" or "host" */
 	uint32_t trace_n;
 };
@@ -120,11 +122,13 @@ static void usage(FILE *f, const char *cmd)
 					  "                     reads all n levels, slow on long thin graphs) or auto\n"
 					  "                     (default: scan when the frontier holds >= n/256 vertices)\n"
 					  "  --level-trace      per level of the first source: frontier size, how it was\n"
-					  "                     found, time and cache misses (stderr; JSON: level_trace;\n"
-					  "                     the levels are then driven from the host)\n"
+					  "                     found, time and (--mode=bam) line fills, on stderr even\n"
+					  "                     with --quiet (JSON: level_trace, level_trace_source); the\n"
+					  "                     levels are then driven from the host, and the trace's own\n"
+					  "                     work is in the compute time\n"
 					  "  --level-loop=L     GPU: device (default: the levels run as one CUDA graph, no\n"
 					  "                     host round trip per level) or host (one launch, copy and\n"
-					  "                     synchronisation per level)\n");
+					  "                     synchronisation per level); the CPU target always uses host\n");
 }
 
 /* read a byte range of the graph file */
@@ -242,9 +246,10 @@ static int state_get(struct gmem *m, void *dst, const void *src, uint64_t n)
 
 /* --level-trace: record one level (t_off/t_edge: the arrays' counters before it) and
  * say it on stderr. Returns -ENOMEM if the record cannot grow. */
-static int trace_level(struct gres *r, uint64_t frontier, int scan, double s, struct bam_array *aoff,
+static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan, double s, struct bam_array *aoff,
 		       struct bam_array *aedge, const struct bam_array_stats *t_off, const struct bam_array_stats *t_edge)
 {
+	r->trace_src = src;
 	if ((r->trace_n & (r->trace_n - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
 		struct level_rec *t = realloc(r->trace, (r->trace_n ? 2 * r->trace_n : 1) * sizeof(*t));
 		if (!t) {
@@ -265,9 +270,13 @@ static int trace_level(struct gres *r, uint64_t frontier, int scan, double s, st
 		l->off_misses = a.c.misses - t_off->c.misses;
 		l->edge_misses = e.c.misses - t_edge->c.misses;
 	}
-	fprintf(stderr, "bfs: level %u: frontier %llu (%s), %.1f us, misses: offsets %llu, edges %llu\n", r->trace_n - 1,
-		(unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6, (unsigned long long)l->off_misses,
-		(unsigned long long)l->edge_misses);
+	if (aoff)
+		fprintf(stderr, "bfs: source %llu, level %u: frontier %llu (%s), %.1f us, line fills: offsets %llu, edges %llu\n",
+			(unsigned long long)src, r->trace_n - 1, (unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6,
+			(unsigned long long)l->off_misses, (unsigned long long)l->edge_misses);
+	else
+		fprintf(stderr, "bfs: source %llu, level %u: frontier %llu (%s), %.1f us\n", (unsigned long long)src,
+			r->trace_n - 1, (unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6);
 	return 0;
 }
 
@@ -569,7 +578,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 					rc = -(int)e;
 					goto out_bfs;
 				}
-				if (tr && (rc = trace_level(r, b.cur_n, scan, cli_now() - t_l, aoff, aedge, &t_off, &t_edge)))
+				if (tr && (rc = trace_level(r, src, b.cur_n, scan, cli_now() - t_l, aoff, aedge, &t_off, &t_edge)))
 					goto out_bfs;
 				uint64_t *t = b.cur;
 				b.cur = b.next;
@@ -753,14 +762,17 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 			cJSON_AddStringToObject(j, "level_loop", r->level_loop ? r->level_loop : "host");
 			if (r->trace_n) {
+				cJSON_AddNumberToObject(j, "level_trace_source", (double)r->trace_src);
 				cJSON *a = cJSON_AddArrayToObject(j, "level_trace");
 				for (uint32_t k = 0; k < r->trace_n; k++) {
 					cJSON *e = cJSON_CreateObject();
 					cJSON_AddNumberToObject(e, "frontier", (double)r->trace[k].frontier);
 					cJSON_AddStringToObject(e, "found_by", r->trace[k].scan ? "scan" : "queue");
 					cJSON_AddNumberToObject(e, "s", r->trace[k].s);
-					cJSON_AddNumberToObject(e, "offset_misses", (double)r->trace[k].off_misses);
-					cJSON_AddNumberToObject(e, "edge_misses", (double)r->trace[k].edge_misses);
+					if (o->mode == MODE_BAM) { /* no cache in the other modes */
+						cJSON_AddNumberToObject(e, "offset_misses", (double)r->trace[k].off_misses);
+						cJSON_AddNumberToObject(e, "edge_misses", (double)r->trace[k].edge_misses);
+					}
 					cJSON_AddItemToArray(a, e);
 				}
 			}
@@ -903,6 +915,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			o->host_loop = !strcmp(optarg, "host");
+			o->level_loop_set = 1;
 			o->bfs_only = "--level-loop";
 			break;
 		case 'v': o->verify = 1; break;
@@ -983,8 +996,8 @@ int bam_cmd_demo(int argc, char **argv)
 		cli_fail("demo: unexpected argument '%s' (one INPUT at most)\n", argv[optind + 1]);
 		return 2;
 	}
-	if (o.level_trace) {
-		cli_fail("demo: --level-trace is for bam bfs\n");
+	if (o.level_trace || o.level_loop_set) {
+		cli_fail("demo: %s applies to bam bfs only\n", o.level_trace ? "--level-trace" : "--level-loop");
 		return 2;
 	}
 	if (o.mode != MODE_BAM) {
