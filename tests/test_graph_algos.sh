@@ -103,6 +103,7 @@ fi
 # --level-trace: one record per level of the first source (one source here), the first
 # level is the source alone; refusals
 refuse "--level-loop: the values are named" "expected device or host" "$BAM" bfs "$k" --level-loop=gpu
+refuse "--source and --sources together" "give one" "$BAM" bfs "$k" --source=1 --sources=3
 refuse "cc refuses --level-trace" "applies to bfs only" "$BAM" cc "$k" --level-trace
 refuse "demo refuses --level-trace" "applies to bam bfs only" "$BAM" demo "$W/in0.snap" --level-trace
 refuse "demo refuses --level-loop" "applies to bam bfs only" "$BAM" demo "$W/in0.snap" --level-loop=device

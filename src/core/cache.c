@@ -385,9 +385,12 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		bam_ctx_ns_info(ctx, h->ctrl[k], &ns);
 		uint64_t need = o->base_lba * lba_size + a->bytes_per_ctrl;
 		if (need > ns.nlba * ns.lba_size) {
-			cache_refuse(ctx, "array of %llu bytes needs %llu bytes on controller %u, which has %llu",
-				(unsigned long long)bytes, (unsigned long long)need, h->ctrl[k],
-				(unsigned long long)(ns.nlba * ns.lba_size));
+			cache_refuse(ctx,
+				     "array of %llu bytes (%llu on each of %u controllers, whole lines) from byte %llu "
+				     "would end at byte %llu of controller %u, which has %llu",
+				     (unsigned long long)bytes, (unsigned long long)a->bytes_per_ctrl, nc,
+				     (unsigned long long)(o->base_lba * lba_size), (unsigned long long)need, h->ctrl[k],
+				     (unsigned long long)(ns.nlba * ns.lba_size));
 			free(a);
 			return -EINVAL;
 		}

@@ -47,6 +47,7 @@ struct gopts {
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	int host_loop;        /* BFS on the GPU: --level-loop=host (default: device) */
 	int level_loop_set;   /* --level-loop given */
+	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
 
@@ -358,6 +359,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	if (!do_cc) {
 		uint32_t want = o->source >= 0 ? 1 : o->nsources;
 		sources = calloc(want, 8);
+		if (!sources) {
+			cli_fail("bfs: out of memory for %u sources\n", want);
+			goto out;
+		}
 		if (o->source >= 0) {
 			if ((uint64_t)o->source >= n) {
 				cli_fail("bfs: --source=%lld: the graph has %llu vertices\n", (long long)o->source,
@@ -889,6 +894,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			o->bfs_only = "--sources";
+			o->nsources_set = 1;
 			break;
 		case 's': if (cli_u64(optarg, 0, INT64_MAX, &v)) goto bad; o->source = (int64_t)v; o->bfs_only = "--source"; break;
 		case 'S': if (cli_u64(optarg, 0, UINT64_MAX, &o->seed)) goto bad; o->bfs_only = "--seed"; break;
@@ -957,6 +963,10 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 	o.graph = argv[optind];
 	if (do_cc && o.bfs_only) {
 		cli_fail("cc: %s applies to bfs only\n", o.bfs_only);
+		return 2;
+	}
+	if (o.source >= 0 && o.nsources_set) {
+		cli_fail("bfs: --source=V and --sources=N: give one (a given source, or N random ones)\n");
 		return 2;
 	}
 	struct gres r;
