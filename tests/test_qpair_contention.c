@@ -113,6 +113,35 @@ static void test_128_threads_1M_commands(void **state)
 	run(128, 8, 4, 2, 4 * scale());
 }
 
+/* depth 64: two 32-slot words of marks and consumed bits, so the word-wise runs of
+ * move_tail / move_head end at word boundaries and continue in the next word (64
+ * threads: the LBA ownership of worker() holds for ids below 64 on one controller) */
+static void test_64_threads_depth64(void **state)
+{
+	(void)state;
+	run(64, 64, 1, 1, 8 * scale());
+}
+
+/* the run and bit-range helpers of the word-wise moves, at the edges */
+static void test_run_helpers(void **state)
+{
+	(void)state;
+	assert_int_equal(bam_qp_run(0u, 0), 0);
+	assert_int_equal(bam_qp_run(1u, 0), 1);
+	assert_int_equal(bam_qp_run(0xffffffffu, 0), 32);
+	assert_int_equal(bam_qp_run(0xffffffffu, 31), 1);
+	assert_int_equal(bam_qp_run(0xffffffffu, 5), 27);
+	assert_int_equal(bam_qp_run(0x0000fff0u, 4), 12);
+	assert_int_equal(bam_qp_run(0x0000fff0u, 3), 0);
+	assert_int_equal(bam_qp_run(0x80000000u, 31), 1);
+	assert_int_equal(bam_qp_run(0x7fffffffu, 30), 1);
+	assert_int_equal(bam_qp_bits(0, 32), 0xffffffffu);
+	assert_int_equal(bam_qp_bits(0, 1), 1u);
+	assert_int_equal(bam_qp_bits(31, 1), 0x80000000u);
+	assert_int_equal(bam_qp_bits(4, 12), 0x0000fff0u);
+	assert_int_equal(bam_qp_bits(5, 27), 0xffffffe0u);
+}
+
 /* depth 2: the smallest legal queue, one command in flight */
 static void test_depth2(void **state)
 {
@@ -126,6 +155,8 @@ int main(void)
 		cmocka_unit_test(test_depth2),
 		cmocka_unit_test(test_64_threads_depth4),
 		cmocka_unit_test(test_128_threads_1M_commands),
+		cmocka_unit_test(test_64_threads_depth64),
+		cmocka_unit_test(test_run_helpers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
