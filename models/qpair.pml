@@ -27,14 +27,13 @@
  *     search) is merged with the CAS: a failed attempt has no effect, so only
  *     stuttering steps go. R1' the credit: load, fetch_add and give-back in one step
  *     (FINE keeps them apart).
- *  Word-wise runs: the C code's move_tail reads a 32-slot mark word once and clears
- *     its run of marked slots with one fetch_and; move_head does the same for a run
- *     of consumed CQEs, publishes the head past the run, then frees the run's CIDs.
- *     The model goes slot by slot. The SQ run is the model's steps with no other
- *     thread's step between them (only the lock holder clears marks; set bits stay
- *     set). The CQ run also moves each CID free after the later entries' head steps:
- *     a CID freed later can only make others wait longer, and each free still follows
- *     the head's passing of its CQE (the order bug 1 needs).
+ *  Word-wise runs, as in the C code: move_tail reads a 32-slot mark word once and
+ *     clears its run of marked slots with one fetch_and (one step here: the ring of
+ *     D <= 32 slots is one word, and a run ends at its last slot); move_head reads the
+ *     consumed word once; a run of two or more consumed CQEs has its bits cleared in
+ *     one step, the head published past it, then its CIDs freed one step each; a
+ *     single consumed CQE, or none, takes the entry-by-entry path with the bit from
+ *     that same load.
  *  R2 a word written only under a lock (cq_head, sq_head under cq_lock; sq_tail under
  *     sq_lock), read or written by the lock holder, joins the holder's adjacent step
  *     when nobody else can see the difference (others only read it; sq_head and
@@ -92,6 +91,8 @@
  *                      models/README.md
  *   BROKEN_STEP5_STRAND with TIMEOUTS: the move_tail-wait timeout returns without
  *                      abandoning its CID: qpair.h before commit 5f4f8eb, bug 2
+ *   BROKEN_RUN_FREE_FIRST a run of consumed CQEs has its CIDs freed before the head is
+ *                      published past it (bug 1 again, on the word-wise path)
  *   BROKEN_NO_TURN_WAIT the turn wait skipped (NOT caught: the wait is redundant while
  *                      the credit limit holds; see CHECK_TURN_NOSPIN)
  *
@@ -178,7 +179,70 @@ ltl live { <> (done == NT) }
 inline move_head()
 {
 	do
-	:: cons = cq_consumed[h % D];                   /* :159 load acquire, bit test */
+	:: atomic {
+		/* one load acquire of the consumed word: the run of consumed CQEs from h, up
+		 * to the word's last slot (D <= 32: the ring is one word, its last slot D-1) */
+		hr = 0; hk = h;
+		do
+		:: cq_consumed[hk % D] ->
+			hr++; hk = (hk + 1) % CW;
+			if
+			:: hk % D == 0 -> break
+			:: else -> skip
+			fi
+		:: else -> break
+		od;
+		hk = 0
+	   };
+	   if
+	   :: hr > 1 ->
+		/* a run passed at once: its bits cleared by one fetch_and, the head
+		 * published past it, then its CIDs freed one by one */
+		atomic {
+			hk = h;
+			do
+			:: hk != (h + hr) % CW -> cq_consumed[hk % D] = 0; hk = (hk + 1) % CW
+			:: else -> break
+			od
+		};
+		atomic {
+			sqhd = cqe_sqhd[(h + hr - 1) % D];      /* DW2 of the run's last CQE */
+			have = 1;
+			hk = h;
+			do
+			:: hk != (h + hr) % CW ->
+				assert(g_cq_live[hk % D]);      /* passes only posted CQEs */
+				g_cq_live[hk % D] = 0;
+				hk = (hk + 1) % CW
+			:: else -> break
+			od
+		};
+#if !defined(BROKEN_CID_BEFORE_HEAD) && !defined(BROKEN_RUN_FREE_FIRST)
+		cq_head = (h + hr) % CW;                /* store release: past the run */
+#endif
+		hk = h;
+		do
+		:: hk != (h + hr) % CW ->
+			atomic {
+#if !defined(BROKEN_EARLY_FREE)
+				/* BROKEN_EARLY_FREE: their waiters freed them already */
+				dcid = cqe_cid[hk % D];         /* DW3 read relaxed (ordered by the bits' acquire) */
+				cid_state[dcid] = CID_FREE;     /* CID reusable, after the head passed it */
+				freed++;
+#endif
+				hk = (hk + 1) % CW;
+				dcid = 0
+			}
+		:: else -> break
+		od;
+#ifdef BROKEN_RUN_FREE_FIRST
+		/* BROKEN: the run's CIDs freed before the head is published past it */
+		cq_head = (h + hr) % CW;
+#endif
+		atomic { h = (h + hr) % CW; hr = 0; hk = 0 }
+	   :: else ->
+	   cons = (hr == 1);                            /* the same load's bit at h */
+	   hr = 0;
 	   atomic { dcid = cqe_cid[h % D]; dph = cqe_ph[h % D] }    /* :160 DW3 load acquire */
 	   if
 	   :: cons ->
@@ -229,6 +293,7 @@ inline move_head()
 		h = (h + 1) % CW;                       /* :188 */
 		cons = 0; dcid = 0; dph = 0; st = 0
 	   }
+	   fi
 	od;
 	atomic { cons = 0; dcid = 0; dph = 0; st = 0 };
 	if
@@ -309,11 +374,26 @@ inline move_tail()
 	do
 #ifdef BROKEN_TAIL
 	:: sq_mark[t % D] || t != sq_ticket ->          /* BROKEN: every ticketed slot */
+		atomic { sq_mark[t % D] = 0; t = (t + 1) % TW }
 #else
-	:: sq_mark[t % D] ->                            /* :232 load acquire, bit test */
+	:: sq_mark[t % D] ->
+		/* one load acquire of the mark word and one fetch_and of its run: the marked
+		 * slots from t up to the word's last slot (D <= 32: slot D-1); only the lock
+		 * holder clears marks, so the slot seen marked is still marked here */
+		atomic {
+			do
+			:: sq_mark[t % D] ->
+				sq_mark[t % D] = 0;
+				t = (t + 1) % TW;
+				if
+				:: t % D == 0 -> break
+				:: else -> skip
+				fi
+			:: else -> break
+			od
+		}
 #endif
-		atomic { sq_mark[t % D] = 0; t = (t + 1) % TW }  /* :234 fetch_and; :235 */
-	:: else -> break                                /* :233 */
+	:: else -> break                                /* no mark at the tail */
 	od;
 	if
 	:: t != t0 ->
@@ -341,6 +421,7 @@ active [NT] proctype Thread()
 	byte start, p, dcid, dcmd, kk;                  /* wait */
 	bit dph;
 	byte h0, h, sqhd, sh, nsh, s, freed, st;        /* move_head */
+	byte hr, hk;                                    /* move_head: a run of consumed CQEs */
 	bit have, cons;
 #ifdef FINE
 	byte c;
