@@ -357,8 +357,7 @@ BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
  * of the load would have found (one load and one clear per 32 slots instead of two
  * dependent atomics per slot: a warp's 32 commands cost 32 us of lock hold on the
  * H200 done slot by slot). */
-/* modelled in models/qpair.pml: inline move_tail (slot by slot; the word-wise run is
- * those steps with no other thread's step between them) */
+/* modelled in models/qpair.pml: inline move_tail (the word-wise run as one step) */
 BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
 {
 	const uint32_t mask = qp->depth - 1;
