@@ -38,7 +38,8 @@ struct bam_ctx_opts {
 	uint64_t timeout_ns;    /* bound of every wait for a completion; default 5 s */
 	uint32_t ctrl_workers;  /* emu/file: controller workers per controller (threads on the
 				 * CPU target, warps on the GPU); 0 = back-end default */
-	int quiet;              /* no warnings on stderr */
+	int quiet;              /* no warnings on stderr (a refused or failed call still says
+				 * why there, and in bam_ctx_error) */
 };
 
 struct bam_ctx;
