@@ -45,8 +45,8 @@ struct gopts {
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
-	int host_loop;        /* BFS on the GPU: --level-loop=host (default: device) */
-	int level_loop_set;   /* --level-loop given */
+	const char *level_loop; /* BFS on the GPU: --level-loop as given, "device" or "host"
+				 * (NULL: not given, the device loop) */
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
@@ -271,13 +271,12 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
 		l->off_misses = a.c.misses - t_off->c.misses;
 		l->edge_misses = e.c.misses - t_edge->c.misses;
 	}
+	fprintf(stderr, "bfs: source %llu, level %u: frontier %llu (%s), %.1f us", (unsigned long long)src, r->trace_n - 1,
+		(unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6);
 	if (aoff)
-		fprintf(stderr, "bfs: source %llu, level %u: frontier %llu (%s), %.1f us, line fills: offsets %llu, edges %llu\n",
-			(unsigned long long)src, r->trace_n - 1, (unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6,
-			(unsigned long long)l->off_misses, (unsigned long long)l->edge_misses);
-	else
-		fprintf(stderr, "bfs: source %llu, level %u: frontier %llu (%s), %.1f us\n", (unsigned long long)src,
-			r->trace_n - 1, (unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6);
+		fprintf(stderr, ", line fills: offsets %llu, edges %llu", (unsigned long long)l->off_misses,
+			(unsigned long long)l->edge_misses);
+	fputc('\n', stderr);
 	return 0;
 }
 
@@ -498,7 +497,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 					  : o->frontier == FRONTIER_QUEUE ? UINT64_MAX
 									  : n / SCAN_FRACTION;
 #ifdef BAM_HAVE_CUDA
-		if (gm.gpu && !o->host_loop && !o->level_trace && (rc = graph_gpu_bfs_loop_create(&gv, &dloop))) {
+		const int host_loop = o->level_loop && !strcmp(o->level_loop, "host");
+		if (gm.gpu && !host_loop && !o->level_trace && (rc = graph_gpu_bfs_loop_create(&gv, &dloop))) {
 			cli_fail("bfs: the device level loop could not be built (see above; --level-loop=host avoids it)\n");
 			free(lv);
 			free(rl);
@@ -920,8 +920,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				cli_fail("%s: --level-loop=%s: expected device or host\n", cmd, optarg);
 				return 2;
 			}
-			o->host_loop = !strcmp(optarg, "host");
-			o->level_loop_set = 1;
+			o->level_loop = optarg;
 			o->bfs_only = "--level-loop";
 			break;
 		case 'v': o->verify = 1; break;
@@ -1006,7 +1005,7 @@ int bam_cmd_demo(int argc, char **argv)
 		cli_fail("demo: unexpected argument '%s' (one INPUT at most)\n", argv[optind + 1]);
 		return 2;
 	}
-	if (o.level_trace || o.level_loop_set) {
+	if (o.level_trace || o.level_loop) {
 		cli_fail("demo: %s applies to bam bfs only\n", o.level_trace ? "--level-trace" : "--level-loop");
 		return 2;
 	}
