@@ -433,30 +433,28 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 				break;
 			bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
 		}
-		{
-			if (!wait_credit)
-				return -EAGAIN;
-			/* full: every waiter for a credit polls the same word, so with
-			 * thousands of them per queue pair they back off (bam_qp_backoff) and,
-			 * on the GPU, only every fourth poll helps move the CQ head (host
-			 * threads, far fewer, help on every poll) */
-			if (!BAM_ON_GPU || (iter & 3u) == 0)
-				bam_qpair_cq_try_advance(qp);
-			uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
-			uint64_t now = bam_time_ns();
-			if (!window) {
-				window = deadline > now ? deadline - now : 1;
-				seen_head = h;
-			} else if (h != seen_head) {
-				seen_head = h;
-				deadline = now + window;
-			}
-			if (now > deadline) {
-				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
-				return -ETIMEDOUT;
-			}
-			bam_qp_credit_pause(iter++);
+		if (!wait_credit)
+			return -EAGAIN;
+		/* full: every waiter for a credit polls the same word, so with
+		 * thousands of them per queue pair they back off (bam_qp_backoff) and,
+		 * on the GPU, only every fourth poll helps move the CQ head (host
+		 * threads, far fewer, help on every poll) */
+		if (!BAM_ON_GPU || (iter & 3u) == 0)
+			bam_qpair_cq_try_advance(qp);
+		uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
+		uint64_t now = bam_time_ns();
+		if (!window) {
+			window = deadline > now ? deadline - now : 1;
+			seen_head = h;
+		} else if (h != seen_head) {
+			seen_head = h;
+			deadline = now + window;
 		}
+		if (now > deadline) {
+			bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
+			return -ETIMEDOUT;
+		}
+		bam_qp_credit_pause(iter++);
 	}
 
 	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits) */
