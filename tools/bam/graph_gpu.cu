@@ -26,12 +26,18 @@ static int sm_count(void)
 	return n;
 }
 
-__global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
+/* the frontier queue b->cur[0, cur_n), one warp per entry, grid-stride */
+__device__ __forceinline__ void queue_warps(const struct graph_view *g, struct bfs_state *b)
 {
 	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-	for (uint64_t w = w0; w < b.cur_n; w += stride)
-		bfs_warp(&g, &b, w, threadIdx.x & 31u, 32);
+	for (uint64_t w = w0; w < b->cur_n; w += stride)
+		bfs_warp(g, b, w, threadIdx.x & 31u, 32);
+}
+
+__global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
+{
+	queue_warps(&g, &b);
 }
 
 /* each warp a contiguous range of vertices (graph_kern.h, walk_range); b or c is NULL */
@@ -155,10 +161,7 @@ __global__ void loop_queue_kernel(struct graph_view g, struct bfs_loop *L)
 	if (!L || L->b.cur_n >= L->scan_min)
 		return;
 	struct bfs_state b = L->b;
-	uint64_t w0 = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-	uint64_t stride = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-	for (uint64_t w = w0; w < b.cur_n; w += stride)
-		bfs_warp(&g, &b, w, threadIdx.x & 31u, 32);
+	queue_warps(&g, &b);
 }
 
 __global__ void loop_chunk_kernel(struct graph_view g, struct bfs_loop *L)
