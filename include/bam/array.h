@@ -333,44 +333,33 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 	return 0;
 }
 
-/* Slots a victim search takes from the clock hand at once. */
-#define BAM_CLOCK_BATCH 32u
-
 /* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
  * Retired and pinned slots met on the way are given back when their command is known
- * complete; after a fruitless sweep, helping their queues' CQ heads along.
- * A search takes BAM_CLOCK_BATCH consecutive positions from the hand with one atomic
- * and probes them itself: every filler advances the one hand word, and with a small
- * cache whose lines are all busy or referenced, hundreds of fillers each probing the
- * whole cache one fetch_add at a time queue on that word. A fruitless sweep backs off
- * (bam_qp_backoff): the slots free up only as fills complete, tens of microseconds. */
+ * complete; after a fruitless sweep, helping their queues' CQ heads along. */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
 {
-	const uint64_t n = c->n_slots, batch = n < BAM_CLOCK_BATCH ? n : BAM_CLOCK_BATCH;
 	uint32_t iter = 0;
 	for (;;) {
 		/* sweep twice the cache: the first pass may only clear REF bits */
-		for (uint64_t k = 0; k < 2 * n; k += batch) {
-			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, batch) % n;
-			for (uint64_t j = 0; j < batch; j++, s = s + 1 == n ? 0 : s + 1) {
-				uint32_t st = bam_load_relaxed_u32(&c->state[s]);
-				if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
-					if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
-						return (int64_t)s;
-					continue;
-				}
-				if (st & BAM_SLOT_REF) {
-					bam_cas_acq_rel_gpu_u32(&c->state[s], st, st & ~BAM_SLOT_REF);
-					continue;
-				}
-				if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
+		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
+			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
+			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
+				if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
 					return (int64_t)s;
+				continue;
 			}
+			if (st & BAM_SLOT_REF) {
+				bam_cas_acq_rel_gpu_u32(&c->state[s], st, st & ~BAM_SLOT_REF);
+				continue;
+			}
+			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
+				return (int64_t)s;
 		}
 		/* every slot referenced or busy: wait for releases, bounded */
 		if (bam_time_ns() > deadline)
 			return -EBUSY;
-		bam_qp_backoff(iter++);
+		bam_spin_pause(iter++);
 	}
 }
 
