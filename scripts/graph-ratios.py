@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Line-size sweep ratios from the JSON of one gpu-check run (kron and small stages).
+
+Usage: graph-ratios.py OUTDIR
+Prints one markdown table per sweep found in OUTDIR: for each line size the compute
+time, its ratio to the 4 KiB run of the same sweep (>1 = slower than 4 KiB) and the I/O
+amplification, all read from the runs' JSON (bam bfs/cc --json). The BaM paper's figures
+for 4 KiB -> 512 B are 1.41x (BFS) and 2.31x (CC), 4 KiB -> 8 KiB about equal
+(../shared/docs/BAM-PAPER.md).
+"""
+import json, os, re, sys
+
+out = sys.argv[1]
+sweeps = {}  # prefix -> {line: json}
+pat = re.compile(r"^(.*-line)(512|1k|2k|4k|8k|16k)(-optane4)?\.json$")
+for fn in sorted(os.listdir(out)):
+    m = pat.match(fn)
+    if not m:
+        continue
+    try:
+        with open(os.path.join(out, fn)) as f:
+            d = json.load(f)
+    except Exception:
+        continue
+    sweeps.setdefault(m.group(1) + "*" + (m.group(3) or ""), {})[m.group(2)] = d
+
+order = ["512", "1k", "2k", "4k", "8k", "16k"]
+for name, runs in sorted(sweeps.items()):
+    base = runs.get("4k", {}).get("compute_s")
+    print("| %s | line | compute s | vs 4k | amplification |" % name)
+    print("| --- | --- | --- | --- | --- |")
+    for l in order:
+        d = runs.get(l)
+        if not d:
+            continue
+        c = d.get("compute_s")
+        r = "%.2f" % (c / base) if c and base else "?"
+        print("| | %s | %.4f | %s | %.2f |" % (l, c or 0, r, d.get("io_amplification", 0)))
+    print()
