@@ -71,13 +71,19 @@ int gr_builder_init(struct gr_builder *b, const char *output,
 	b->mem_limit = o->mem_limit ? o->mem_limit : gr_default_mem_limit();
 	b->progress = o->progress;
 	b->t_start = b->t_progress = gr_now();
-	return 0;
+	/* refused now rather than after a pass over the input (gr_tmp_create checks again) */
+	return gr_output_check(output, err, errlen);
 }
 
 int gr_builder_set_n(struct gr_builder *b, uint64_t n, char *err, size_t errlen)
 {
 	/* calloc of a huge array succeeds lazily and the prefix sum would then meet the OOM
 	 * killer: refuse an offsets array larger than this machine's memory up front. */
+	if (n >= UINT64_MAX / 8 - 1) {
+		gr_err(err, errlen, "%llu vertices: count too large (8 bytes of offsets per vertex exceed 2^64 bytes)",
+		       (unsigned long long)n);
+		return -ENOMEM;
+	}
 	if (n >= gr_default_mem_limit() / 2) {
 		gr_err(err, errlen, "%llu vertices need %llu MiB of offsets, more than this machine's memory",
 		       (unsigned long long)n, (unsigned long long)((n + 1) * 8 >> 20));
@@ -113,8 +119,9 @@ int gr_builder_grow(struct gr_builder *b, uint64_t v, char *err, size_t errlen)
 		/* Sparse ids (SNAP) are not relabelled: refuse a degree array larger than RAM
 		 * rather than let overcommit and the OOM killer decide. */
 		if (v >= gr_default_mem_limit() / 2) {
+			/* (v >> 17) + 1: the MiB of 8 * (v + 1) bytes without overflow */
 			gr_err(err, errlen, "vertex id %llu too large: its degree array would need %llu MiB, more than this machine's memory",
-			       (unsigned long long)v, (unsigned long long)((v + 1) * 8 >> 20));
+			       (unsigned long long)v, (unsigned long long)((v >> 17) + 1));
 			return -ENOMEM;
 		}
 		if (cap <= v || cap >= (SIZE_MAX / 8) - 1 ||

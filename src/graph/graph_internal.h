@@ -53,7 +53,11 @@ void gr_header_finish(struct bam_graph_header *h, uint32_t flags, uint32_t offse
 /* crc32 of the header with its header_crc32 field taken as zero. */
 uint32_t gr_header_crc(const struct bam_graph_header *h);
 
-/* The output protocol: create `output`.tmp.XXXXXX beside output (mode 0666 & ~umask). */
+/* An existing `output` must be a regular file: the rename would replace a device node,
+ * FIFO, socket or symbolic link with a file (and fail on a directory). 0 or -EINVAL. */
+int gr_output_check(const char *output, char *err, size_t errlen);
+/* The output protocol: create `output`.tmp.XXXXXX beside output (mode 0666 & ~umask);
+ * calls gr_output_check first. */
 int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, char *err,
 		  size_t errlen);
 /* Truncate to file_size, fsync, close, rename to output, fsync the directory. On error

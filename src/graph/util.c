@@ -203,13 +203,30 @@ void gr_header_finish(struct bam_graph_header *h, uint32_t flags, uint32_t offse
 	h->header_crc32 = gr_header_crc(h);
 }
 
+int gr_output_check(const char *output, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(output, &st) != 0 || S_ISREG(st.st_mode))
+		return 0; /* absent (or unreadable: the temp file's creation will say) */
+	gr_err(err, errlen, "%s: exists and is not a regular file (%s): refusing to replace it; give another -o",
+	       output, S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link" :
+	       S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+	return -EINVAL;
+}
+
 int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, char *err,
 		  size_t errlen)
 {
-	int n = snprintf(tmp_path, tmp_len, "%s.tmp.XXXXXX", output);
+	int n, rc;
 	mode_t um;
 
 	*fd = -1;
+	tmp_path[0] = 0;
+	rc = gr_output_check(output, err, errlen);
+	if (rc)
+		return rc;
+	n = snprintf(tmp_path, tmp_len, "%s.tmp.XXXXXX", output);
 	if (n < 0 || (size_t)n >= tmp_len) {
 		tmp_path[0] = 0;
 		gr_err(err, errlen, "%s: output path too long", output);
