@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_import_gz.c - libFuzzer harness of bam_graph_import on gzip input (the importers
- * read through zlib's gzread): valid streams of fuzzed text, truncated streams, and raw
+ * inflate with zlib; data after the last member is an error): valid streams of fuzzed text, truncated streams, and raw
  * fuzzed bytes behind a .gz name (corrupt headers, bad CRCs, concatenated members).
  *
  * Input layout: byte 0 = build options (fuzz_import.h); byte 1:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * import.c - text graph importers: SNAP edge lists, Matrix Market coordinate files, LAW
- * graph-txt adjacency lists and plain arc lists, plain or gzip (zlib reads both), into
+ * graph-txt adjacency lists and plain arc lists, plain or gzip (inflated with zlib), into
  * the CSR file format through the chunked builder (builder.c).
  *
  * Every pass re-opens and re-parses the input, so memory never depends on the text
@@ -27,13 +27,24 @@
 /* ---------------------------------------------------------------------------------- */
 
 #define RD_BUF (1u << 20)
+#define RD_IN_BUF (256u << 10)
 #define RD_EOF (-1)
 #define RD_ERR (-2)
 
 enum rd_tok { T_NUM, T_WORD, T_EOL, T_EOF, T_ERR };
 
+/* The input is inflated here rather than with gzread, which ignores whatever follows
+ * the last gzip member: concatenated members are read on, anything else is an error. */
 struct rd {
-	gzFile gz;
+	int fd;
+	int gz;            /* gzip (magic 1f 8b at byte 0), else plain */
+	z_stream zs;
+	int zs_init;
+	int member_end;    /* the last inflate ended a member */
+	int trailing;      /* and something other than a member followed */
+	unsigned char *in; /* compressed input */
+	uint64_t in_off;   /* input bytes read so far (progress) */
+	const char *why;   /* the error, for messages */
 	const char *path;
 	unsigned char *buf;
 	size_t len, pos;
@@ -46,72 +57,126 @@ struct rd {
 	uint64_t num;
 	int too_big;
 	char word[48];
+	int word_cut;      /* the token was longer than word */
 };
+
+static void rd_close(struct rd *r)
+{
+	if (r->zs_init)
+		inflateEnd(&r->zs);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->buf);
+	free(r->in);
+	r->buf = r->in = NULL;
+	r->zs_init = 0;
+	r->fd = -1;
+}
 
 static int rd_open(struct rd *r, const char *path, char *err, size_t errlen)
 {
+	unsigned char magic[2];
 	struct stat st;
-	int fd;
 
 	memset(r, 0, sizeof(*r));
 	r->path = path;
 	r->line = 1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
 		int e = errno;
 		gr_err(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
 	}
-	if (fstat(fd, &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			close(fd);
-			gr_err(err, errlen, "%s: is a directory", path);
-			return -EISDIR;
-		}
+	if (fstat(r->fd, &st) == 0)
 		r->file_bytes = (uint64_t)st.st_size;
-	}
+	/* a regular file (bam_graph_import checked): peeking at byte 0 moves nothing */
+	r->gz = pread(r->fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 	r->buf = malloc(RD_BUF);
-	r->gz = r->buf ? gzdopen(fd, "rb") : NULL;
-	if (!r->gz) {
-		close(fd);
-		free(r->buf);
-		r->buf = NULL;
+	r->in = r->gz ? malloc(RD_IN_BUF) : NULL;
+	if (r->buf && r->in && inflateInit2(&r->zs, 16 + MAX_WBITS) == Z_OK)
+		r->zs_init = 1;
+	if (!r->buf || (r->gz && !r->zs_init)) {
+		rd_close(r);
 		gr_err(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
-	gzbuffer(r->gz, 256u << 10);
 	return 0;
 }
 
-static void rd_close(struct rd *r)
+/* read(2) up to len bytes, retrying EINTR; -1 on error. */
+static ssize_t rd_read(struct rd *r, void *p, size_t len)
 {
-	if (r->gz)
-		gzclose(r->gz);
-	free(r->buf);
-	r->gz = NULL;
-	r->buf = NULL;
+	ssize_t got;
+
+	do
+		got = read(r->fd, p, len);
+	while (got < 0 && errno == EINTR);
+	if (got > 0)
+		r->in_off += (uint64_t)got;
+	return got;
+}
+
+/* Inflate into buf: > 0 bytes, 0 at a clean end after the last member, -1 (why set). */
+static ssize_t rd_inflate(struct rd *r)
+{
+	z_stream *z = &r->zs;
+	ssize_t got;
+	int zrc;
+
+	z->next_out = r->buf;
+	z->avail_out = RD_BUF;
+	while (z->avail_out == RD_BUF) {
+		if (z->avail_in == 0) {
+			got = rd_read(r, r->in, RD_IN_BUF);
+			if (got < 0) {
+				r->why = strerror(errno);
+				return -1;
+			}
+			if (got == 0) {
+				r->why = "gzip stream ends early";
+				return r->member_end ? 0 : -1;
+			}
+			z->next_in = r->in;
+			z->avail_in = (uInt)got;
+		}
+		if (r->member_end) {
+			/* only another gzip member may follow one */
+			if (z->next_in[0] != 0x1f) {
+				r->trailing = 1;
+				return -1;
+			}
+			inflateReset(z);
+			r->member_end = 0;
+		}
+		zrc = inflate(z, Z_NO_FLUSH);
+		if (zrc == Z_STREAM_END) {
+			r->member_end = 1;
+		} else if (zrc != Z_OK && zrc != Z_BUF_ERROR) {
+			r->why = z->msg ? z->msg : "corrupt gzip data";
+			return -1;
+		}
+	}
+	return (ssize_t)(RD_BUF - z->avail_out);
 }
 
 static int rd_fill(struct rd *r)
 {
-	int got;
+	ssize_t got;
 
 	if (r->eof || r->error)
 		return r->error ? RD_ERR : RD_EOF;
-	got = gzread(r->gz, r->buf, RD_BUF);
+	got = r->gz ? rd_inflate(r) : rd_read(r, r->buf, RD_BUF);
 	if (got > 0) {
 		r->len = (size_t)got;
 		r->pos = 0;
 		return 0;
 	}
 	/* End of data: a clean end, or a truncated/corrupt gzip stream, or a read error. */
-	{
-		int zerr = Z_OK;
-		gzerror(r->gz, &zerr);
-		if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-			r->error = 1;
-			return RD_ERR;
-		}
+	if (got < 0) {
+		if (!r->gz)
+			r->why = strerror(errno);
+		r->error = 1;
+		return RD_ERR;
 	}
 	r->eof = 1;
 	return RD_EOF;
@@ -188,6 +253,7 @@ static enum rd_tok rd_token(struct rd *r)
 	}
 	r->line_has_data = 1;
 	r->too_big = 0;
+	r->word_cut = 0;
 	while (c >= 0 && c != '\n' && !rd_is_blank(c)) {
 		if (c >= '0' && c <= '9') {
 			unsigned d = (unsigned)(c - '0');
@@ -199,6 +265,8 @@ static enum rd_tok rd_token(struct rd *r)
 		}
 		if (wl < sizeof(r->word) - 1)
 			r->word[wl++] = isprint(c) ? (char)c : '?';
+		else
+			r->word_cut = 1;
 		r->pos++;
 		c = rd_peek(r);
 	}
@@ -221,6 +289,7 @@ struct imp {
 	int pass;           /* 0: count degrees; >= 1: scatter chunk pass-1 */
 	uint64_t n_decl;    /* LAW, MTX */
 	int mtx_values;     /* value columns per MTX entry (0, 1 or 2) */
+	int mtx_integer;    /* the values are integers (else reals) */
 	int mtx_symmetric;
 	uint64_t arcs, lines;
 	int gz;
@@ -233,12 +302,12 @@ static int imp_bad_token(struct imp *c, enum rd_tok t, const char *what)
 {
 	struct rd *r = &c->r;
 
-	if (t == T_ERR) {
-		int zerr = Z_OK;
-		const char *msg = gzerror(r->gz, &zerr);
+	if (t == T_ERR && r->trailing) {
+		gr_err(c->err, c->errlen, "%s: line %llu: data after the end of the gzip stream (not another gzip member)",
+		       c->input, (unsigned long long)r->tok_line);
+	} else if (t == T_ERR) {
 		gr_err(c->err, c->errlen, "%s: line %llu: input truncated or corrupt (%s)", c->input,
-		       (unsigned long long)r->tok_line,
-		       zerr == Z_BUF_ERROR ? "gzip stream ends early" : (msg && *msg ? msg : "read error"));
+		       (unsigned long long)r->tok_line, r->why ? r->why : "read error");
 	} else if (t == T_WORD && r->word[0] == '-' && r->word[1] >= '0' && r->word[1] <= '9') {
 		gr_err(c->err, c->errlen, "%s: line %llu: negative number '%s' where %s was expected",
 		       c->input, (unsigned long long)r->tok_line, r->word, what);
@@ -276,7 +345,7 @@ static void imp_progress(struct imp *c)
 	if (!b->progress)
 		return;
 	if (c->r.file_bytes)
-		pct = 100.0 * (double)gzoffset(c->r.gz) / (double)c->r.file_bytes;
+		pct = 100.0 * (double)c->r.in_off / (double)c->r.file_bytes;
 	if (c->pass == 0)
 		gr_progress(b, 0, "pass 1 (count degrees): line %llu, %llu arcs, %.0f%% of %s",
 			    (unsigned long long)c->r.line, (unsigned long long)c->arcs, pct, c->input);
@@ -494,6 +563,7 @@ static int imp_mtx_banner(struct imp *c)
 		       c->input, tok[3]);
 		return -EINVAL;
 	}
+	c->mtx_integer = !strcasecmp(tok[3], "integer");
 	/* Values are ignored, so skew-symmetric and hermitian have a symmetric structure. */
 	if (!strcasecmp(tok[4], "general"))
 		c->mtx_symmetric = 0;
@@ -506,6 +576,35 @@ static int imp_mtx_banner(struct imp *c)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* A value column: ignored, but it must be a number of the banner's field (integer:
+ * [+-]digits; real, complex: what strtod reads whole). */
+static int imp_mtx_value(struct imp *c)
+{
+	struct rd *r = &c->r;
+	enum rd_tok t = rd_token(r);
+	const char *w = r->word;
+	char *end;
+
+	if (t == T_NUM)
+		return 0;
+	if (t != T_WORD)
+		return imp_bad_token(c, t, "a value (the banner declares a value column)");
+	if (c->mtx_integer) {
+		w += *w == '+' || *w == '-';
+		if (*w && strspn(w, "0123456789") == strlen(w))
+			return 0;
+	} else if (!r->word_cut) {
+		(void)strtod(w, &end);
+		if (end != w && *end == 0)
+			return 0;
+	}
+	gr_err(c->err, c->errlen, "%s: line %llu: value '%s%s' is not %s", c->input,
+	       (unsigned long long)r->tok_line, r->word, r->word_cut ? "..." : "",
+	       r->word_cut ? "a number of at most 47 characters" :
+	       c->mtx_integer ? "an integer (the banner says 'integer')" : "a real number");
+	return -EINVAL;
 }
 
 /* Matrix Market coordinate: banner, % comments, "rows cols nnz", nnz "i j [value]"
@@ -581,9 +680,9 @@ static int imp_mtx(struct imp *c)
 			ij[f] = r->num - 1;
 		}
 		for (int f = 0; f < c->mtx_values; f++) {
-			t = rd_token(r);
-			if (t != T_NUM && t != T_WORD)
-				return imp_bad_token(c, t, "a value (the banner declares a value column)");
+			rc = imp_mtx_value(c);
+			if (rc)
+				return rc;
 		}
 		rc = imp_end_of_line(c, "the entry");
 		if (rc)
@@ -620,8 +719,7 @@ static int imp_pass(struct imp *c)
 		rc = imp_edge_list(c);
 		break;
 	}
-	/* gzip or plain (zlib reads both; it knows after the first read) */
-	c->gz = !gzdirect(c->r.gz);
+	c->gz = c->r.gz;
 	rd_close(&c->r);
 	return rc;
 }
@@ -727,6 +825,29 @@ const char *bam_graph_format_name(enum bam_graph_format fmt)
 	}
 }
 
+/* Every pass re-opens the input: a pipe, FIFO or terminal would be empty (or block) on
+ * the second. stat, not open: opening a FIFO waits for a writer. */
+static int imp_check_input(const char *input, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(input, &st) != 0) {
+		int e = errno;
+		gr_err(err, errlen, "%s: %s", input, strerror(e));
+		return -e;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		gr_err(err, errlen, "%s: is a directory", input);
+		return -EISDIR;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		gr_err(err, errlen, "%s: not a regular file: import reads its input twice (save it to a file first)",
+		       input);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int bam_graph_import(const char *input, const char *output, enum bam_graph_format fmt,
 		     const struct bam_graph_build_opts *o, struct bam_graph_build_stats *st,
 		     char *err, size_t errlen)
@@ -746,6 +867,9 @@ int bam_graph_import(const char *input, const char *output, enum bam_graph_forma
 	}
 	if (o)
 		opts = *o;
+	rc = imp_check_input(input, err, errlen);
+	if (rc)
+		return rc;
 	if (fmt == BAM_GRAPH_FMT_AUTO) {
 		rc = imp_detect(input, &fmt, err, errlen);
 		if (rc)

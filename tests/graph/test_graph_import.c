@@ -292,6 +292,10 @@ static void test_malformed(void **state)
 		{ "nobanner.mtx", BAM_GRAPH_FMT_AUTO, "3 3 1\n1 2\n", "missing %%MatrixMarket banner" },
 		{ "array.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", "'array' format not supported" },
 		{ "noval.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2\n", "line 3: expected a value" },
+		{ "val.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 abc\n", "line 3: value 'abc' is not a real number" },
+		{ "val2.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 1.5\n2 3 1.5x\n", "line 4: value '1.5x' is not a real number" },
+		{ "ival.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2 1.5\n", "line 3: value '1.5' is not an integer" },
+		{ "cval.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate complex general\n3 3 1\n1 2 1.0 i\n", "line 3: value 'i' is not a real number" },
 		{ "extra.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2 5\n", "line 3: unexpected extra field '5'" },
 		{ "garbage.txt", BAM_GRAPH_FMT_AUTO, "0 1\n1 2.5\n", "line 2: expected a destination vertex id, found '2.5'" },
 		{ "neg.txt", BAM_GRAPH_FMT_AUTO, "# c\n0 1\n-3 1\n", "line 3: negative" },
@@ -366,6 +370,133 @@ static void test_missing_and_truncated_gz(void **state)
 	rc = bam_graph_import(in, out_path, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
 	assert_int_equal(rc, -EINVAL);
 	if (!strstr(err, "truncated") || !strstr(err, in))
+		fail_msg("message: %s", err);
+	assert_no_output();
+}
+
+/* Values of real/integer/complex files are checked, in any form strtod or an integer
+ * takes, and otherwise ignored. */
+static void test_mtx_values(void **state)
+{
+	static const char real[] = "%%MatrixMarket matrix coordinate real general\n"
+				   "3 3 3\n1 2 -1.5e-3\n2 3 +4\n3 1 .5\n";
+	static const char integer[] = "%%MatrixMarket matrix coordinate integer general\n"
+				      "3 3 3\n1 2 -7\n2 3 +4\n3 1 99999999999999999999999\n";
+	static const char complex[] = "%%MatrixMarket matrix coordinate complex general\n"
+				      "3 3 3\n1 2 1 -2.5\n2 3 0 0\n3 1 1e3 -1E-3\n";
+	static const uint64_t off[] = { 0, 1, 2, 3 };
+	static const uint64_t edges[] = { 1, 2, 0 };
+	static const char *const text[] = { real, integer, complex };
+	struct bam_graph_build_stats st;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		write_file(tmp("v.mtx"), text[i], strlen(text[i]));
+		import_ok(tmp("v.mtx"), BAM_GRAPH_FMT_AUTO, 0, 0, 0, &st);
+		check_graph(3, off, 3, edges, 4, 0);
+	}
+}
+
+/* The input is read twice: a FIFO (or a pipe as /dev/stdin) is refused up front, without
+ * opening it (that would wait for a writer). An existing output that is not a regular
+ * file is not replaced. */
+static void test_not_regular_files(void **state)
+{
+	struct bam_graph_build_opts o = { 0 };
+	const char *fifo = tmp("in.fifo"), *lnk = tmp("out.lnk");
+	struct stat st;
+	char err[512];
+	int rc;
+
+	(void)state;
+	unlink(out_path);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(60); /* a regression hangs: fail instead */
+	rc = bam_graph_import(fifo, out_path, BAM_GRAPH_FMT_SNAP, &o, NULL, err, sizeof(err));
+	alarm(0);
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(err, "not a regular file: import reads its input twice") || !strstr(err, fifo))
+		fail_msg("message: %s", err);
+	assert_no_output();
+
+	/* a FIFO as the output: refused before the input is read, still a FIFO */
+	rc = bam_graph_import(data("tiny.snap.txt"), fifo, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(err, "exists and is not a regular file (a FIFO)") || !strstr(err, fifo))
+		fail_msg("message: %s", err);
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	/* a symbolic link (here to the FIFO, as it could be to /dev/full): the link stays */
+	assert_int_equal(symlink(fifo, lnk), 0);
+	rc = bam_graph_import(data("tiny.snap.txt"), lnk, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(strstr(err, "a symbolic link"));
+	assert_int_equal(lstat(lnk, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	/* a directory as the input */
+	rc = bam_graph_import(tmpdir, out_path, BAM_GRAPH_FMT_SNAP, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EISDIR);
+	assert_no_output();
+	unlink(lnk);
+	unlink(fifo);
+}
+
+/* gzip: members may be concatenated (as `cat a.gz b.gz`); anything else after the last
+ * member is an error, not silently ignored (zlib's gzread would ignore it). */
+static void test_gzip_members_and_tail(void **state)
+{
+	static const uint64_t off[] = { 0, 1, 2, 3, 3 };
+	static const uint64_t edges[] = { 1, 2, 3 };
+	const char *in = tmp("m.snap.gz");
+	struct bam_graph_build_opts o = { 0 };
+	struct bam_graph_build_stats st;
+	char err[512];
+	gzFile gz;
+	FILE *f;
+	int rc;
+
+	(void)state;
+	gz = gzopen(in, "wb");
+	assert_non_null(gz);
+	gzprintf(gz, "0 1\n1 2\n");
+	gzclose(gz);
+	gz = gzopen(in, "ab"); /* a second member */
+	assert_non_null(gz);
+	gzprintf(gz, "2 3\n");
+	gzclose(gz);
+	import_ok(in, BAM_GRAPH_FMT_AUTO, 0, 0, 0, &st);
+	check_graph(4, off, 3, edges, 4, 0);
+	assert_int_equal(st.input_arcs, 3);
+
+	f = fopen(in, "ab");
+	assert_non_null(f);
+	fputs("GARBAGE", f);
+	fclose(f);
+	unlink(out_path);
+	rc = bam_graph_import(in, out_path, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(err, "data after the end of the gzip stream") || !strstr(err, in))
+		fail_msg("message: %s", err);
+	assert_no_output();
+}
+
+/* A declared count whose offsets array (8 * (n + 1) bytes) exceeds 2^64: said so, not
+ * "0 MiB" from an overflowed product. */
+static void test_law_count_too_large(void **state)
+{
+	static const char text[] = "18446744073709551615\n";
+	struct bam_graph_build_opts o = { 0 };
+	char err[512];
+	int rc;
+
+	(void)state;
+	unlink(out_path);
+	write_file(tmp("huge.graph-txt"), text, sizeof(text) - 1);
+	rc = bam_graph_import(tmp("huge.graph-txt"), out_path, BAM_GRAPH_FMT_AUTO, &o, NULL, err,
+			      sizeof(err));
+	assert_int_equal(rc, -ENOMEM);
+	if (!strstr(err, "line 1: 18446744073709551615 vertices: count too large") ||
+	    !strstr(err, "huge.graph-txt"))
 		fail_msg("message: %s", err);
 	assert_no_output();
 }
@@ -446,6 +577,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_chunks_identical),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_missing_and_truncated_gz),
+		cmocka_unit_test(test_mtx_values),
+		cmocka_unit_test(test_not_regular_files),
+		cmocka_unit_test(test_gzip_members_and_tail),
+		cmocka_unit_test(test_law_count_too_large),
 		cmocka_unit_test(test_format_names),
 	};
 	const struct CMUnitTest real[] = {
