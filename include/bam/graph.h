@@ -98,8 +98,8 @@ BAM_STATIC_ASSERT(offsetof(struct bam_graph_header, reserved) == 0x150, "reserve
  * sizes (offsets_bytes == 8*(n+1), edges_bytes == id_bytes*n_edges) and that both arrays
  * lie inside the file. Reads 4096 bytes; does not read the arrays (see bam_graph_verify).
  * `path` may be a regular file or a block device.
- * Errors: -ENOENT/-EACCES/... (open), -EIO (read), -EINVAL (not a graph file: short
- * file, bad magic, inconsistent fields, arrays past the end of the file), -ENOTSUP
+ * Errors: -ENOENT/-EACCES/... (open), -EISDIR, -EIO (read), -EINVAL (not a graph file:
+ * a FIFO, socket or character device, short file, bad magic, inconsistent fields, arrays past the end of the file), -ENOTSUP
  * (another format version), -EBADMSG (header crc32 mismatch).
  */
 BAM_API int bam_graph_header_read(const char *path, struct bam_graph_header *h, char *err,
@@ -128,7 +128,7 @@ struct bam_graph_degree_stats {
 /*
  * Compute out-degree statistics by streaming the offsets array of `path` (the edge
  * array is not read). Errors: those of bam_graph_header_read; -EBADMSG if offsets
- * decrease; -EIO.
+ * decrease or offsets[0] != 0 or offsets[n] != n_edges (as bam_graph_load); -EIO.
  */
 BAM_API int bam_graph_degrees(const char *path, struct bam_graph_degree_stats *s,
 			      char *err, size_t errlen);
@@ -278,10 +278,13 @@ struct bam_graph_build_stats {
  * (count out-degrees; scatter into an edge buffer of at most o->mem_limit bytes, one
  * more pass per extra buffer-full), so memory is 8*(n+1) bytes plus the buffer,
  * independent of the text size. The result is written to `output`.tmp.XXXXXX in the same
- * directory, fsync'd and renamed; on error nothing is left behind.
- * Errors (err names the file and line): -ENOENT etc. (open input), -EINVAL (malformed
- * input: garbage token, negative id, id out of the declared range, counts that disagree
- * with the header or size line, truncated input, empty input, unknown format), -ERANGE
+ * directory, fsync'd and renamed; on error nothing is left behind. `input` must be a
+ * regular file (it is read more than once); an existing `output` must be one too (it is
+ * replaced; a device, FIFO, socket, directory or symbolic link there is refused).
+ * Errors (err names the file and line): -ENOENT etc. (open input), -EINVAL (input or
+ * existing output not a regular file; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
+ * with the header or size line, truncated input, data after the end of a gzip stream,
+ * empty input, unknown format), -ERANGE
  * (n > 2^32-1 with id_bytes 4 forced), -ENOMEM, -EIO and -errno of writes.
  */
 BAM_API int bam_graph_import(const char *input, const char *output, enum bam_graph_format fmt,

@@ -14,15 +14,12 @@
 #include "graph_internal.h"
 
 /* Size of a regular file or block device (for a device st_size is 0). */
-static int gr_file_size(int fd, uint64_t *size)
+static int gr_file_size(int fd, const struct stat *st, uint64_t *size)
 {
-	struct stat st;
 	off_t end;
 
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	if (S_ISREG(st.st_mode)) {
-		*size = (uint64_t)st.st_size;
+	if (S_ISREG(st->st_mode)) {
+		*size = (uint64_t)st->st_size;
 		return 0;
 	}
 	end = lseek(fd, 0, SEEK_END);
@@ -99,20 +96,55 @@ static int gr_header_check(const struct bam_graph_header *h, uint64_t file_size,
 	return 0;
 }
 
+/* A graph is read with pread at any offset: only a regular file or a block device
+ * will do (a FIFO would block or fail). Clears O_NONBLOCK on success. */
+static int gr_file_kind(int fd, struct stat *st, const char *path, char *err, size_t errlen)
+{
+	int fl;
+
+	if (fstat(fd, st) != 0) {
+		fl = errno;
+		gr_err(err, errlen, "%s: %s", path, strerror(fl));
+		return -fl;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		gr_err(err, errlen, "%s: is a directory, not a graph file", path);
+		return -EISDIR;
+	}
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode)) {
+		gr_err(err, errlen, "%s: not a regular file or block device (a FIFO, socket or character device cannot hold a graph file)",
+		       path);
+		return -EINVAL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		fl = errno;
+		gr_err(err, errlen, "%s: fcntl: %s", path, strerror(fl));
+		return -fl;
+	}
+	return 0;
+}
+
 /* Open path and read + check its header. On success *fd is open. */
 static int gr_open_graph(const char *path, struct bam_graph_header *h, int *fd, char *err,
 			 size_t errlen)
 {
+	struct stat st;
 	uint64_t size = 0;
 	int rc;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; cleared once it is known
+	 * to be a file or a block device */
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (*fd < 0) {
 		rc = -errno;
 		gr_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	rc = gr_file_size(*fd, &size);
+	rc = gr_file_kind(*fd, &st, path, err, errlen);
+	if (rc)
+		goto fail;
+	rc = gr_file_size(*fd, &st, &size);
 	if (rc) {
 		gr_err(err, errlen, "%s: cannot get size: %s", path, strerror(-rc));
 		goto fail;
@@ -199,6 +231,17 @@ static int gr_stream_next(struct gr_stream *s, uint32_t w, uint64_t *v)
 	}
 	s->at += w;
 	return 0;
+}
+
+/* offsets[0] must be 0 and offsets[n] n_edges: the loader's and info's check. */
+static int gr_offsets_ends(const char *path, uint64_t first, uint64_t last, uint64_t m,
+			   char *err, size_t errlen)
+{
+	if (first == 0 && last == m)
+		return 0;
+	gr_err(err, errlen, "%s: offsets[0] = %llu and offsets[n] = %llu, expected 0 and n_edges = %llu",
+	       path, (unsigned long long)first, (unsigned long long)last, (unsigned long long)m);
+	return -EBADMSG;
 }
 
 int bam_graph_verify(const char *path, char *err, size_t errlen)
@@ -308,7 +351,7 @@ int bam_graph_degrees(const char *path, struct bam_graph_degree_stats *s, char *
 {
 	struct bam_graph_header h;
 	struct gr_stream so;
-	uint64_t prev, off, d;
+	uint64_t first, prev, off, d;
 	int fd, rc;
 
 	memset(s, 0, sizeof(*s));
@@ -323,6 +366,7 @@ int bam_graph_degrees(const char *path, struct bam_graph_degree_stats *s, char *
 	rc = gr_stream_next(&so, 8, &prev);
 	if (rc)
 		goto io;
+	first = prev;
 	s->min = h.n_vertices ? UINT64_MAX : 0;
 	for (uint64_t v = 0; v < h.n_vertices; v++) {
 		rc = gr_stream_next(&so, 8, &off);
@@ -345,6 +389,9 @@ int bam_graph_degrees(const char *path, struct bam_graph_degree_stats *s, char *
 		s->n_ge2 += d >= 2;
 		prev = off;
 	}
+	rc = gr_offsets_ends(path, first, prev, h.n_edges, err, errlen);
+	if (rc)
+		goto out;
 	s->mean = h.n_vertices ? (double)h.n_edges / (double)h.n_vertices : 0.0;
 	rc = 0;
 	goto out;
@@ -385,13 +432,10 @@ int bam_graph_load(const char *path, struct bam_csr *g, char *err, size_t errlen
 	g->n_vertices = h.n_vertices;
 	g->n_edges = h.n_edges;
 	g->id_bytes = h.id_bytes;
-	if (g->offsets[0] != 0 || g->offsets[h.n_vertices] != h.n_edges) {
-		gr_err(err, errlen, "%s: offsets[0] = %llu and offsets[n] = %llu, expected 0 and n_edges = %llu",
-		       path, (unsigned long long)g->offsets[0],
-		       (unsigned long long)g->offsets[h.n_vertices], (unsigned long long)h.n_edges);
-		rc = -EBADMSG;
+	rc = gr_offsets_ends(path, g->offsets[0], g->offsets[h.n_vertices], h.n_edges, err,
+			     errlen);
+	if (rc)
 		goto fail;
-	}
 	for (uint64_t v = 0; v < h.n_vertices; v++) {
 		if (g->offsets[v + 1] < g->offsets[v]) {
 			gr_err(err, errlen, "%s: offsets[%llu] < offsets[%llu]: offsets not monotonic",

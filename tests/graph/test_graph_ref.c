@@ -3,8 +3,9 @@
  * test_graph_ref - the CPU reference algorithms (BFS levels, weakly connected
  * components, BFS source picking) on hand-checked graphs, the Kronecker generator
  * (deterministic per seed whatever the thread count or buffer size, right counts, a
- * skewed degree distribution, symmetric when asked), and corruption detection in the file
- * format (header crc, array crcs, truncation, magic, version).
+ * skewed degree distribution, symmetric when asked), corruption detection in the file
+ * format (header crc, array crcs, truncation, magic, version, offsets ends), and files
+ * that are not regular files (FIFO, directory; FIFO or symlink as the output).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -490,6 +491,72 @@ static void test_corruption(void **state)
 	assert_int_equal(bam_graph_header_read(tmp("missing"), &h, err, sizeof(err)), -ENOENT);
 }
 
+/* offsets[0] != 0 or offsets[n] != n_edges (still monotonic): bam_graph_degrees (what
+ * `bam graph info` prints without --verify) refuses the file as bam_graph_load does. */
+static void test_offsets_ends(void **state)
+{
+	struct bam_graph_degree_stats ds;
+	struct bam_csr g;
+	char err[256];
+
+	(void)state;
+	write_g1(tmp("e"));
+	poke(tmp("e"), 4096 + 8 * 8 + 2, 0x01); /* offsets[8] 9 -> 65545 */
+	assert_int_equal(bam_graph_degrees(tmp("e"), &ds, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "offsets[n] = 65545"));
+	assert_non_null(strstr(err, tmp("e")));
+	assert_int_equal(bam_graph_load(tmp("e"), &g, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "offsets[n] = 65545"));
+	write_g1(tmp("e"));
+	poke(tmp("e"), 4096, 0x01); /* offsets[0] 0 -> 1 */
+	assert_int_equal(bam_graph_degrees(tmp("e"), &ds, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "offsets[0] = 1"));
+	write_g1(tmp("e"));
+	assert_int_equal(bam_graph_degrees(tmp("e"), &ds, err, sizeof(err)), 0);
+}
+
+/* A FIFO, a directory: refused at open, without blocking (a FIFO read would wait for a
+ * writer forever); and a FIFO or symbolic link as the output is not replaced. */
+static void test_not_a_file(void **state)
+{
+	struct bam_graph_degree_stats ds;
+	struct bam_graph_header h;
+	struct bam_csr g = csr(8, g1_off, g1_edges);
+	struct stat st;
+	char err[256];
+	DIR *d;
+	struct dirent *e;
+
+	(void)state;
+	assert_int_equal(mkfifo(tmp("fifo"), 0600), 0);
+	alarm(60); /* a regression hangs: fail instead */
+	assert_int_equal(bam_graph_header_read(tmp("fifo"), &h, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file or block device"));
+	assert_non_null(strstr(err, tmp("fifo")));
+	assert_int_equal(bam_graph_verify(tmp("fifo"), err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_graph_degrees(tmp("fifo"), &ds, err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_graph_load(tmp("fifo"), &g, err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_graph_header_read(tmpdir, &h, err, sizeof(err)), -EISDIR);
+	alarm(0);
+
+	g = csr(8, g1_off, g1_edges);
+	assert_int_equal(bam_graph_write(tmp("fifo"), &g, 0, NULL, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file (a FIFO)"));
+	assert_int_equal(lstat(tmp("fifo"), &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	write_g1(tmp("target"));
+	assert_int_equal(symlink(tmp("target"), tmp("lnk")), 0);
+	assert_int_equal(bam_graph_write(tmp("lnk"), &g, 0, NULL, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "a symbolic link"));
+	assert_int_equal(lstat(tmp("lnk"), &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	d = opendir(tmpdir);
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		assert_null(strstr(e->d_name, ".tmp."));
+	closedir(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +572,8 @@ int main(void)
 		cmocka_unit_test(test_write_roundtrip_layout),
 		cmocka_unit_test(test_write_rejects),
 		cmocka_unit_test(test_corruption),
+		cmocka_unit_test(test_offsets_ends),
+		cmocka_unit_test(test_not_a_file),
 	};
 
 	return cmocka_run_group_tests_name("graph_ref", tests, setup, teardown) ? 1 : 0;
