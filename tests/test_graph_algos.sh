@@ -150,6 +150,17 @@ head -c 3000 "$k" >"$W/trunc.bcsr"
 cp "$k" "$W/corrupt.bcsr" # the lowest bit of the first edge id flipped: a checksum mismatch
 python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2])); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 1]))' \
   "$W/corrupt.bcsr" "$("$BAM" graph info "$k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edges_offset"])')"
+# an edge array with out-of-range ids (the loader checks only the offsets; array crcs are
+# --verify's): the walk's refusal names the file and the damage, not just "out of range"
+cp "$k" "$W/badid.bcsr"
+"$BAM" graph info "$k" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+f = open(sys.argv[1], "r+b"); f.seek(d["edges_offset"]); f.write(b"\xff" * d["edges_bytes"])' "$W/badid.bcsr"
+refuse "cc: an out-of-range neighbour id names the file" "cc: $W/badid.bcsr: a neighbour id in the edge array is out of range (>= n = 4096): the file is damaged" \
+  "$BAM" cc "$W/badid.bcsr"
+refuse "bfs: an out-of-range neighbour id names the file" "bfs: $W/badid.bcsr: source [0-9]*, level 0: a neighbour id in the edge array is out of range" \
+  "$BAM" bfs "$W/badid.bcsr" --sources=1 --mode=host
 json_fail "bad option value" bfs 2 "--sources=0: a count from 1 to 1048576" 1 True \
   "$BAM" bfs "$k" --sources=0 --json --quiet --target=cpu
 json_fail "bad option value before --json" cc 2 "--line-size=3: a power of two" 1 True \

@@ -280,6 +280,18 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
 	return 0;
 }
 
+/* Say why a walk failed (e: struct gv_counters.error, a positive errno); where is ""
+ * or "source S, level L: ". -ERANGE is the walk's own check that a neighbour id is < n:
+ * the loader checks the offsets only, so a damaged edge array shows up here. */
+static void walk_fail(const char *alg, const char *graph, const char *where, uint32_t e, uint64_t n)
+{
+	if (e == ERANGE)
+		cli_fail("%s: %s: %sa neighbour id in the edge array is out of range (>= n = %llu): the file is damaged; 'bam graph info --verify' names it\n",
+			 alg, graph, where, (unsigned long long)n);
+	else
+		cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
+}
+
 static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 {
 	char err[512];
@@ -527,8 +539,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				r->chunks += L.chunks;
 				b = L.b; /* the frontier buffers may have swapped */
 				if (cv.error) {
-					cli_fail("bfs: source %llu, level %u: %s\n", (unsigned long long)src,
-						 b.depth ? b.depth - 1 : 0, bam_strerror(-(int)cv.error));
+					char where[64];
+					snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src,
+						 b.depth ? b.depth - 1 : 0);
+					walk_fail("bfs", o->graph, where, cv.error, n);
 					rc = -(int)cv.error;
 					goto out_bfs;
 				}
@@ -578,8 +592,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				const uint64_t nn = cv.next_n;
 				r->chunks += cv.heavy_n;
 				if (e) {
-					cli_fail("bfs: source %llu, level %u: %s\n", (unsigned long long)src, b.depth,
-						bam_strerror(-(int)e));
+					char where[64];
+					snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src,
+						 b.depth);
+					walk_fail("bfs", o->graph, where, e, n);
 					rc = -(int)e;
 					goto out_bfs;
 				}
@@ -666,7 +682,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			const uint32_t e = cv.error;
 			r->chunks += cv.heavy_n;
 			if (e) {
-				cli_fail("cc: %s\n", bam_strerror(-(int)e));
+				walk_fail("cc", o->graph, "", e, n);
 				rc = -(int)e;
 				break;
 			}
