@@ -292,6 +292,14 @@ static void walk_fail(const char *alg, const char *graph, const char *where, uin
 		cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
 }
 
+/* walk_fail for BFS source src at level 'level'. */
+static void bfs_walk_fail(const char *graph, uint64_t src, uint32_t level, uint32_t e, uint64_t n)
+{
+	char where[64];
+	snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src, level);
+	walk_fail("bfs", graph, where, e, n);
+}
+
 static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 {
 	char err[512];
@@ -539,10 +547,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				r->chunks += L.chunks;
 				b = L.b; /* the frontier buffers may have swapped */
 				if (cv.error) {
-					char where[64];
-					snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src,
-						 b.depth ? b.depth - 1 : 0);
-					walk_fail("bfs", o->graph, where, cv.error, n);
+					bfs_walk_fail(o->graph, src, b.depth ? b.depth - 1 : 0, cv.error, n);
 					rc = -(int)cv.error;
 					goto out_bfs;
 				}
@@ -592,10 +597,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				const uint64_t nn = cv.next_n;
 				r->chunks += cv.heavy_n;
 				if (e) {
-					char where[64];
-					snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src,
-						 b.depth);
-					walk_fail("bfs", o->graph, where, e, n);
+					bfs_walk_fail(o->graph, src, b.depth, e, n);
 					rc = -(int)e;
 					goto out_bfs;
 				}
