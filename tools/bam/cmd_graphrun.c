@@ -42,6 +42,7 @@ struct gopts {
 	int64_t source;       /* --source V, or -1 */
 	int verify, json, quiet;
 	uint32_t qpairs, workers;
+	uint32_t warps;       /* GPU: --warps, the most warps a walk kernel runs (0: default) */
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
@@ -108,6 +109,8 @@ static void usage(FILE *f, const char *cmd)
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify           check the result against the CPU reference\n"
 		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   I/O engine settings\n"
+		"  --warps=N          GPU: run each walk kernel with at most N warps (8 to 1048576,\n"
+		"                     rounded up to blocks of 8; default 16 blocks of 8 per SM)\n"
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
@@ -319,6 +322,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		tgt = BAM_TARGET_CPU;
 #endif
 	}
+	if (tgt == BAM_TARGET_CPU && o->warps) {
+		cli_fail("%s: --warps applies to the GPU target (this run is on the CPU target)\n", do_cc ? "cc" : "bfs");
+		return 2;
+	}
 	if (tgt == BAM_TARGET_CPU && (o->mode == MODE_GPU || o->mode == MODE_UVM)) {
 		cli_fail("%s: --mode=%s needs a GPU (this run is on the CPU target); use --mode=bam or host\n",
 			do_cc ? "cc" : "bfs", mode_names[o->mode]);
@@ -487,6 +494,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	ctr = state_alloc(&gm, sizeof(*ctr));
 	/* the chunk queue of long neighbour lists (graph_kern.h, GV_CHUNK) */
 	gv.heavy_cap = gv_heavy_cap(m);
+	gv.max_blocks = (o->warps + 7) / 8; /* 0: the default */
 	gv.heavy = s5 = state_alloc(&gm, gv.heavy_cap * sizeof(struct gv_chunk));
 	if (!gv.heavy || !ctr) {
 		cli_fail("%s: out of memory for per-run state\n", do_cc ? "cc" : "bfs");
@@ -775,6 +783,8 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 		cJSON_AddNumberToObject(j, "setup_s", r->setup_s);
 		cJSON_AddNumberToObject(j, "end_to_end_s", r->e2e_s);
 		cJSON_AddNumberToObject(j, "edges_per_s", teps);
+		if (o->warps)
+			cJSON_AddNumberToObject(j, "warps", (o->warps + 7) / 8 * 8);
 		if (do_cc) {
 			cJSON_AddNumberToObject(j, "passes", r->passes);
 			cJSON_AddNumberToObject(j, "components", (double)r->components);
@@ -875,7 +885,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
-		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -946,6 +956,12 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'q': o->quiet = 1; break;
 		case 'Q': if (cli_u32(optarg, 1, 65535, &o->qpairs)) goto bad; break;
 		case 'w': if (cli_u32(optarg, 1, 1024, &o->workers)) goto bad; break;
+		case 'W':
+			if (cli_u32(optarg, 8, 1u << 20, &o->warps)) {
+				cli_fail("%s: --warps=%s: a count from 8 to 1048576\n", cmd, optarg);
+				return 2;
+			}
+			break;
 		case 'o': if (cli_u64(optarg, 1, 3600000, &o->timeout_ms)) goto bad; break;
 		case 'h': usage(stdout, cmd); return -1;
 		default: /* getopt said what is wrong on stderr */

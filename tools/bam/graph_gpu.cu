@@ -87,10 +87,16 @@ __global__ void cc_flatten_kernel(uint64_t n, struct cc_state c)
 		cc_flatten(&c, v);
 }
 
-static unsigned blocks_for(uint64_t warps)
+/* the most blocks of 8 warps a walk kernel runs: --warps, else enough resident warps
+ * to keep many I/Os in flight (16 blocks per SM); grid-stride beyond that */
+static unsigned max_blocks(const struct graph_view *g)
 {
-	/* enough resident warps to keep many I/Os in flight; grid-stride beyond that */
-	uint64_t max = (uint64_t)sm_count() * 16; /* 16 blocks of 8 warps per SM */
+	return g->max_blocks ? g->max_blocks : (unsigned)sm_count() * 16;
+}
+
+static unsigned blocks_for(const struct graph_view *g, uint64_t warps)
+{
+	uint64_t max = max_blocks(g);
 	uint64_t b = (warps + 7) / 8;
 	return (unsigned)(b < 1 ? 1 : (b > max ? max : b));
 }
@@ -121,10 +127,10 @@ extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state 
 	cudaStream_t s = stream();
 	step_begin(s, g->ctr);
 	if (scan)
-		bfs_scan_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *b);
+		bfs_scan_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *b);
 	else
-		bfs_kernel<<<blocks_for(b->cur_n), 256, 0, s>>>(*g, *b);
-	bfs_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
+		bfs_kernel<<<blocks_for(g, b->cur_n), 256, 0, s>>>(*g, *b);
+	bfs_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
 	return step_end(s, g->ctr, out, "BFS");
 }
 
@@ -132,8 +138,8 @@ extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c,
 {
 	cudaStream_t s = stream();
 	step_begin(s, g->ctr);
-	cc_kernel<<<blocks_for(g->n), 256, 0, s>>>(*g, *c);
-	cc_chunk_kernel<<<blocks_for(g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
+	cc_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *c);
+	cc_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_flatten_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	return step_end(s, g->ctr, out, "CC");
 }
@@ -259,10 +265,10 @@ extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **hand
 		if (e == cudaSuccess) {
 			cudaGraph_t body = p.conditional.phGraph_out[0];
 			void *a2[] = {&r->g, &r->dL}, *a3[] = {&r->g, &r->dL, &r->h};
-			unsigned maxb = (unsigned)sm_count() * 16; /* blocks_for's cap */
+			unsigned maxb = max_blocks(g);
 			if (!add_kernel(body, &n0, NULL, (void *)loop_scan_kernel, maxb, 256, a2) &&
 			    !add_kernel(body, &n1, &n0, (void *)loop_queue_kernel, maxb, 256, a2) &&
-			    !add_kernel(body, &n2, &n1, (void *)loop_chunk_kernel, blocks_for(g->m / GV_CHUNK + 1), 256, a2) &&
+			    !add_kernel(body, &n2, &n1, (void *)loop_chunk_kernel, blocks_for(g, g->m / GV_CHUNK + 1), 256, a2) &&
 			    !add_kernel(body, &n3, &n2, (void *)loop_end_kernel, 1, 1, a3) &&
 			    cudaGraphInstantiate(&r->exec, r->graph, 0) == cudaSuccess &&
 			    cudaGraphUpload(r->exec, stream()) == cudaSuccess && cudaStreamSynchronize(stream()) == cudaSuccess)

@@ -50,6 +50,9 @@ struct graph_view {
 	struct gv_counters *ctr;      /* the level's / pass's counters, target memory */
 	struct gv_chunk *heavy;       /* chunk queue: [0, ctr->heavy_n), heavy_cap entries */
 	uint64_t heavy_cap;
+	uint32_t max_blocks;          /* GPU: blocks of 8 warps a walk kernel runs at most
+				       * (bam bfs/cc --warps; 0: 16 per SM) */
+	uint32_t pad;
 };
 
 /* Neighbour lists longer than GV_CHUNK edges are not walked by the warp that finds
