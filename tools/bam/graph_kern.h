@@ -14,11 +14,12 @@
  * warp a contiguous range of vertices, joining the two ends of each arc in a lock-free
  * union-find forest (the label array: a vertex's label is a smaller id of its
  * component, a root's is itself; the larger root is linked under the smaller by CAS,
- * paths are halved on the way), then one flattening sweep: every label becomes its
- * root, the smallest vertex id of the weakly connected component, the convention of
- * bam_ref_cc. One pass suffices because every arc joins its ends' trees when it is
- * read; label propagation needed a full pass per iteration plus one to see nothing
- * change (4 on a Kronecker graph of scale 26).
+ * paths are halved on the way), then one flattening sweep (a read-only walk to the
+ * root per vertex, no halving): every label becomes its root, the smallest vertex id
+ * of the weakly connected component, the convention of bam_ref_cc. One pass suffices
+ * because every arc joins its ends' trees when it is read; label propagation needed a
+ * full pass per iteration plus one to see nothing change (4 on a Kronecker graph of
+ * scale 26).
  */
 #ifndef BAM_GRAPH_KERN_H
 #define BAM_GRAPH_KERN_H
@@ -418,11 +419,27 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
 	}
 }
 
+/* Root of x without changing any label: the flattening's find. */
+BAM_HD_INLINE uint64_t cc_root(const uint64_t *label, uint64_t x)
+{
+	for (;;) {
+		const uint64_t p = bam_load_relaxed_u64(&label[x]);
+		if (p == x)
+			return x;
+		x = p;
+	}
+}
+
 /* Flattening, after the pass: label[v] = its root (no links happen any more, so the
- * root found is final; concurrent halving by other threads only shortens paths). */
+ * root found is final). Each thread writes only the labels of its own vertices, so a
+ * label once flattened stays flattened. (With cc_find's path halving here, a thread
+ * that had read v's old parent could store that parent's parent into label[v] after
+ * v's own thread had stored the root: v was left pointing at a non-root. Seen on the
+ * H200 as a rare wrong label, about 1 run in 20 of cnr-2000 under some builds and
+ * cache sizes; results/graph.md.) */
 BAM_HD_INLINE void cc_flatten(struct cc_state *c, uint64_t v)
 {
-	const uint64_t r = cc_find(c->label, v);
+	const uint64_t r = cc_root(c->label, v);
 	if (bam_load_relaxed_u64(&c->label[v]) != r)
 		bam_store_relaxed_u64(&c->label[v], r);
 }
