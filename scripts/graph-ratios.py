@@ -26,7 +26,9 @@ for fn in sorted(os.listdir(out)):
 
 order = ["512", "1k", "2k", "4k", "8k", "16k"]
 for name, runs in sorted(sweeps.items()):
-    base = runs.get("4k", {}).get("compute_s")
+    if len(runs) < 2 or "4k" not in runs:
+        continue  # not a sweep: a single line size, or no 4 KiB run to compare with
+    base = runs["4k"].get("compute_s")
     print("| %s | line | compute s | vs 4k | amplification |" % name)
     print("| --- | --- | --- | --- | --- |")
     for l in order:
