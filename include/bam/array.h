@@ -767,6 +767,12 @@ struct bam_line {
 	uint32_t group, leader;   /* bam_line_warp_get: lanes that share the acquisition */
 };
 
+/* The line of the array that element i lies in. */
+BAM_HD_INLINE uint64_t bam_array_line_of(const struct bam_array_dev *a, uint64_t i)
+{
+	return (i << a->elem_shift) >> a->cache->line_shift;
+}
+
 /* Point h at the line of element i, given its slot s and p = &element i. */
 BAM_HD_INLINE void bam_line_set(const struct bam_array_dev *a, struct bam_line *h, uint64_t i, int64_t s, const void *p)
 {

@@ -26,6 +26,15 @@ static int sm_count(void)
 	return n;
 }
 
+/* The walk kernels keep 2 blocks of 256 threads resident per SM (at most 128 registers
+ * per thread; they need about 120). More blocks with fewer registers (and spills) were
+ * 3-6% faster through bam on the real graphs, but more warps hold more of a small
+ * cache's lines at once (results/graph.md, seventh session). */
+#ifndef GV_MIN_BLOCKS /* (a build option for such experiments) */
+#define GV_MIN_BLOCKS 2
+#endif
+#define GV_BOUNDS __launch_bounds__(256, GV_MIN_BLOCKS)
+
 /* the frontier queue b->cur[0, cur_n), one warp per entry, grid-stride */
 __device__ __forceinline__ void queue_warps(const struct graph_view *g, struct bfs_state *b)
 {
@@ -35,7 +44,7 @@ __device__ __forceinline__ void queue_warps(const struct graph_view *g, struct b
 		bfs_warp(g, b, w, threadIdx.x & 31u, 32);
 }
 
-__global__ void bfs_kernel(struct graph_view g, struct bfs_state b)
+__global__ void GV_BOUNDS bfs_kernel(struct graph_view g, struct bfs_state b)
 {
 	queue_warps(&g, &b);
 }
@@ -51,12 +60,12 @@ __device__ __forceinline__ void range_warp(const struct graph_view *g, struct bf
 		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32);
 }
 
-__global__ void bfs_scan_kernel(struct graph_view g, struct bfs_state b)
+__global__ void GV_BOUNDS bfs_scan_kernel(struct graph_view g, struct bfs_state b)
 {
 	range_warp(&g, &b, NULL);
 }
 
-__global__ void cc_kernel(struct graph_view g, struct cc_state c)
+__global__ void GV_BOUNDS cc_kernel(struct graph_view g, struct cc_state c)
 {
 	range_warp(&g, NULL, &c);
 }
@@ -71,12 +80,12 @@ __device__ __forceinline__ void chunks_warp(const struct graph_view *g, struct b
 		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32);
 }
 
-__global__ void bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
+__global__ void GV_BOUNDS bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
 {
 	chunks_warp(&g, &b, NULL);
 }
 
-__global__ void cc_chunk_kernel(struct graph_view g, struct cc_state c)
+__global__ void GV_BOUNDS cc_chunk_kernel(struct graph_view g, struct cc_state c)
 {
 	chunks_warp(&g, NULL, &c);
 }
@@ -154,7 +163,7 @@ extern "C" void bam_gpu_resume_all(void);
 /* Two expand kernels, each a no-op on the other's levels: one kernel with both bodies
  * needs the registers of the larger, fewer warps are resident, fewer misses in flight
  * (measured on the H200: BFS of kron26 in GPU memory 0.183 s instead of 0.108 s). */
-__global__ void loop_scan_kernel(struct graph_view g, struct bfs_loop *L)
+__global__ void GV_BOUNDS loop_scan_kernel(struct graph_view g, struct bfs_loop *L)
 {
 	if (!L || L->b.cur_n < L->scan_min)
 		return; /* a queue level (or graph_gpu_prepare's empty launch) */
@@ -162,7 +171,7 @@ __global__ void loop_scan_kernel(struct graph_view g, struct bfs_loop *L)
 	range_warp(&g, &b, NULL);
 }
 
-__global__ void loop_queue_kernel(struct graph_view g, struct bfs_loop *L)
+__global__ void GV_BOUNDS loop_queue_kernel(struct graph_view g, struct bfs_loop *L)
 {
 	if (!L || L->b.cur_n >= L->scan_min)
 		return;
@@ -170,7 +179,7 @@ __global__ void loop_queue_kernel(struct graph_view g, struct bfs_loop *L)
 	queue_warps(&g, &b);
 }
 
-__global__ void loop_chunk_kernel(struct graph_view g, struct bfs_loop *L)
+__global__ void GV_BOUNDS loop_chunk_kernel(struct graph_view g, struct bfs_loop *L)
 {
 	if (!L)
 		return;

@@ -174,6 +174,56 @@ BAM_HD_INLINE int gv_edge_h(const struct graph_view *g, struct bam_line *h, uint
 	return 0;
 }
 
+#if BAM_ON_GPU
+/*
+ * The GPU form of gv_edge_h for bam arrays: all 32 lanes of the warp call it together,
+ * lane k for element i (act 0: none). Lines are taken so that the warp never holds a
+ * line while it waits for another: when any lane leaves its line, every lane lets go
+ * of its own; then the lines needed are taken one after the other, each line's lanes
+ * reading their element and letting go before the next line is taken (the last line's
+ * lanes keep it for the next call). A warp waiting for a free slot thus holds none,
+ * so warps cannot hold every slot of a small cache while each waits for one more
+ * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
+ * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
+ * with -EBUSY; results/graph.md). Returns nonzero, the same in every lane, if any
+ * lane's line could not be taken (recorded in g->ctr->error).
+ */
+BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, uint64_t i, int act, uint64_t *u,
+			       uint32_t *gets)
+{
+	const uint32_t full = 0xffffffffu, lane = threadIdx.x & 31u;
+	struct bam_array_dev *a = g->edge_a;
+	int rc = 0;
+	if (!__all_sync(full, !act || (h->slot >= 0 && i >= h->first && i < h->end))) {
+		bam_line_put(a, h);
+		const uint64_t l = act ? bam_array_line_of(a, i) : ~0ull;
+		uint32_t todo = __ballot_sync(full, act);
+		while (todo) {
+			const uint64_t ll = __shfl_sync(full, l, __ffs(todo) - 1);
+			const uint32_t grp = __ballot_sync(full, l == ll) & todo;
+			todo &= ~grp;
+			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get(a, h, i))) {
+				(*gets)++;
+				if (todo) { /* read it now: the line is let go before the next is taken */
+					*u = g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
+							      : ((const volatile uint64_t *)h->data)[i - h->first];
+					bam_line_put(a, h);
+					act = 0;
+				}
+			}
+		}
+		if (rc)
+			gv_fail(g, rc);
+		if (__any_sync(full, rc != 0))
+			return 1;
+	}
+	if (act)
+		*u = g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
+				      : ((const volatile uint64_t *)h->data)[i - h->first];
+	return 0;
+}
+#endif
+
 /* Release the handle; count the n edges read through it (bam_line_warp_get counted
  * one per line taken, 'gets'). */
 BAM_HD_INLINE void gv_edges_done(const struct graph_view *g, struct bam_line *h, uint32_t n, uint32_t gets)
@@ -244,6 +294,30 @@ BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, str
 			    uint64_t s, uint64_t e, uint32_t lane, uint32_t wsize, struct bam_line *h, uint32_t *n,
 			    uint32_t *gets)
 {
+#if BAM_ON_GPU
+	if (g->bam) { /* the whole warp in step: gv_edge_warp */
+		for (uint64_t base = s; base < e; base += wsize) {
+			const uint64_t i = base + lane;
+			const int act = i < e;
+			uint64_t u = 0;
+			if (gv_edge_warp(g, h, i, act, &u, gets))
+				return 1;
+			int bad = 0;
+			if (act) {
+				(*n)++;
+				if (u >= g->n) {
+					gv_fail(g, -ERANGE);
+					bad = 1;
+				} else {
+					arc_do(g, b, c, v, u);
+				}
+			}
+			if (__any_sync(0xffffffffu, bad))
+				return 1;
+		}
+		return 0;
+	}
+#endif
 	for (uint64_t i = s + lane; i < e; i += wsize) {
 		uint64_t u;
 		if (gv_edge_h(g, h, i, &u, gets))
@@ -326,8 +400,20 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 		return 0;
 	}
 #if BAM_ON_GPU
+	/* the calling lanes' lines one after the other, each let go before the next is
+	 * taken (no line held while waiting for another: gv_edge_warp) */
 	(void)h;
-	int rc = bam_array_warp_read_u64(g->off_a, v, o);
+	const uint32_t act = __activemask(), lane = threadIdx.x & 31u;
+	const uint64_t l = bam_array_line_of(g->off_a, v);
+	uint32_t todo = act;
+	int rc = 0;
+	while (todo) {
+		const uint64_t ll = __shfl_sync(act, l, __ffs(todo) - 1);
+		const uint32_t grp = __ballot_sync(act, l == ll) & todo;
+		todo &= ~grp;
+		if (grp >> lane & 1u)
+			rc = bam_array_warp_read_u64(g->off_a, v, o);
+	}
 #else
 	int rc = bam_line_get(g->off_a, h, v);
 	if (!rc) {
