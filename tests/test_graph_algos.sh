@@ -172,10 +172,16 @@ json_fail "truncated .bcsr" bfs 1 "shorter than the 4096-byte graph header" 1 Tr
   "$BAM" bfs "$W/trunc.bcsr" --json --quiet --target=cpu
 json_fail "missing graph file" cc 1 "No such file or directory" 1 True \
   "$BAM" cc "$W/none.bcsr" --json --quiet --target=cpu
-json_fail "unparsable back-end string" cc 1 "unknown key 'bogus'" 1 True \
+# a back-end string the library refuses is a usage error (2), named as the user gave it
+# (not with the size= the tool appends); one that names a missing file is not (1)
+json_fail "unparsable back-end string" cc 2 "cc: --backend=emu:bogus=1: emu: unknown key 'bogus'" 1 True \
   "$BAM" cc "$k" --backend=emu:bogus=1 --json --quiet --target=cpu
-json_fail "unknown back end" bfs 1 "unknown back end 'nvme9'" 1 True \
+json_fail "unknown back end" bfs 2 "bfs: --backend=nvme9: unknown back end 'nvme9'" 1 True \
   "$BAM" bfs "$k" --backend=nvme9 --json --quiet --target=cpu
+json_fail "bad back-end value (bench)" bench 2 "bench: --backend=emu:profile=none: emu: unknown profile 'none'" 1 True \
+  "$BAM" bench --backend=emu:profile=none --threads=2 --number_ios=4 --json --target=cpu
+json_fail "back-end file missing" bfs 1 "bfs: --backend=file:$W/none.img: file: $W/none.img: No such file or directory" 1 True \
+  "$BAM" bfs "$k" --backend=file:"$W/none.img" --json --quiet --target=cpu
 json_fail "back end refused by the cache (line < LBA): the reason in the message" bfs 1 "line size 512 is not a multiple of controller 0's LBA size 4096" 0 "'line size 512 is not a multiple' in err" \
   "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512 --json --quiet --target=cpu
 json_fail "every read fails (emu err_rate=1)" bfs 1 "I/O error" 1 True \

@@ -10,6 +10,12 @@
 #include "bam/atomic.h"
 #include "cli_util.h"
 
+int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err)
+{
+	cli_fail("%s: --backend=%s: %s\n", cmd, given, err);
+	return rc == -EINVAL ? 2 : 1;
+}
+
 uint32_t cli_backend_count(const char *backend)
 {
 	if (strncmp(backend, "emu", 3))

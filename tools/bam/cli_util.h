@@ -8,6 +8,10 @@
  * (per_ctrl = ceil(total / count), rounded up to a multiple of align and of 4096).
  * Other strings are copied. */
 void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
+/* bam_ctx_open refused the user's --backend value 'given' (rc, the library's message
+ * err): prints "cmd: --backend=given: err" and returns the exit status, 2 when the
+ * string itself was refused (-EINVAL: unknown back end, key or value), else 1. */
+int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err);
 /* Number of controllers an "emu" string asks for (count=), else 1. */
 uint32_t cli_backend_count(const char *backend);
 double cli_now(void);

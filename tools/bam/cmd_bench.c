@@ -558,10 +558,8 @@ int bam_cmd_bench(int argc, char **argv)
 	if (dbg)
 		fprintf(stderr, "bench: opening %s\n", backend);
 	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));
-	if (rc) {
-		cli_fail("bench: cannot open back end '%s': %s\n", backend, err);
-		return 1;
-	}
+	if (rc)
+		return cli_backend_fail("bench", o.backend, rc, err);
 	if (dbg)
 		fprintf(stderr, "bench: opened\n");
 	struct bam_ns_info ns;

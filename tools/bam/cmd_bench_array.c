@@ -196,10 +196,8 @@ int bam_bench_array(int argc, char **argv)
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers, .timeout_ns = timeout_ms * 1000000ull};
 	struct bam_ctx *ctx;
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
-	if (rc) {
-		cli_fail("bench --array: cannot open '%s': %s\n", be, err);
-		return 1;
-	}
+	if (rc)
+		return cli_backend_fail("bench --array", backend, rc, err);
 	struct bam_cache *cache = NULL;
 	struct bam_array *arr = NULL;
 	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};

@@ -417,7 +417,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		struct bam_ctx_opts co = {.target = tgt, .qpairs = o->qpairs, .timeout_ns = o->timeout_ms * 1000000ull,
 					  .ctrl_workers = o->workers};
 		if ((rc = bam_ctx_open(backend, &co, &gm.ctx, err, sizeof(err)))) {
-			cli_fail("%s: cannot open back end '%s': %s\n", do_cc ? "cc" : "bfs", backend, err);
+			exit_code = cli_backend_fail(do_cc ? "cc" : "bfs", o->backend, rc, err);
 			goto out;
 		}
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
