@@ -66,6 +66,15 @@ static int gr_header_check(const struct bam_graph_header *h, uint64_t file_size,
 		gr_err(err, errlen, "%s: source string not NUL-terminated", path);
 		return -EINVAL;
 	}
+	for (size_t i = 0; i < sizeof(h->reserved); i++) {
+		if (h->reserved[i]) {
+			/* the checksum matched: written so on purpose, by something that is not
+			 * this version of the format */
+			gr_err(err, errlen, "%s: reserved header byte at 0x%zx is 0x%02x, not zero: not a version %u file as this library writes it",
+			       path, offsetof(struct bam_graph_header, reserved) + i, h->reserved[i], BAM_GRAPH_VERSION);
+			return -EINVAL;
+		}
+	}
 	/* Sizes first, with overflow guards, then placement. */
 	if (n >= (UINT64_MAX / 8) - 1 || h->offsets_bytes != 8 * (n + 1)) {
 		gr_err(err, errlen, "%s: offsets_bytes %llu != 8 * (n_vertices + 1) with n_vertices %llu",

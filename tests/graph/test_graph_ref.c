@@ -487,6 +487,17 @@ static void test_corruption(void **state)
 	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
 	close(fd);
 	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), -ENOTSUP);
+	/* a reserved byte that is not zero (with a valid crc): refused, the byte named */
+	write_g1(tmp("c"));
+	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), 0);
+	h.reserved[10] = 0x5a;
+	h.header_crc32 = 0;
+	h.header_crc32 = (uint32_t)crc32(0, (const Bytef *)&h, sizeof(h));
+	fd = open(tmp("c"), O_WRONLY);
+	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	close(fd);
+	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "reserved header byte at 0x15a is 0x5a"));
 
 	assert_int_equal(bam_graph_header_read(tmp("missing"), &h, err, sizeof(err)), -ENOENT);
 }
