@@ -79,6 +79,12 @@ refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" 
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
 if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
+# a media file the open created but could not size (9000000 TiB: more than any file system or off_t allows)
+# is removed again; an existing one is left as it was
+refuse "emu media file too large" "cannot size" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/huge.img",size=9000000T
+if [ -e "$W/huge.img" ]; then fail=$((fail + 1)); echo "FAIL: the media file that could not be sized was left behind"; else pass=$((pass + 1)); echo "ok: the media file that could not be sized is gone"; fi
+refuse "emu media file too large (existing file)" "cannot size" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=9000000T
+if [ -s "$W/media.img" ]; then pass=$((pass + 1)); echo "ok: the existing media file is still there"; else fail=$((fail + 1)); echo "FAIL: the existing media file was removed or emptied"; fi
 # import refuses to write over its input (and leaves it as it was); bench --array
 # refuses a stray argument; an empty --backend= is the default emu, sized to the graph
 printf '1 2\n2 3\n' >"$W/in.snap"

@@ -38,6 +38,7 @@ struct emu_host_ctrl {
 	uint64_t media_bytes;
 	int media_mmapped;        /* 1 = mmap (file or anonymous), 0 = bam_mem_alloc */
 	int fd;
+	char *created;            /* media=file: the path, if this open created the file */
 	void *dev_q, *dev_db;     /* GPU allocations */
 };
 
@@ -161,8 +162,13 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 		else
 			snprintf(path, sizeof(path), "%s", e->cfg.path);
 		/* created only when size= says how large: a missing file without it is an
-		 * error that leaves nothing behind */
-		hc->fd = open(path, O_RDWR | (e->cfg.size ? O_CREAT : 0), 0644);
+		 * error that leaves nothing behind; a file this open created is removed
+		 * again if the open fails (media_forget) */
+		hc->fd = e->cfg.size ? open(path, O_RDWR | O_CREAT | O_EXCL, 0644) : -1;
+		if (hc->fd >= 0)
+			hc->created = strdup(path);
+		else if (!e->cfg.size || errno == EEXIST)
+			hc->fd = open(path, O_RDWR);
 		if (hc->fd < 0) {
 			int rc = -errno;
 			snprintf(err, errlen, "emu: media file %s: %s%s", path, strerror(errno),
@@ -189,6 +195,7 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			snprintf(err, errlen, "emu: mmap %s: %s", path, strerror(errno));
 			return -ENOMEM;
 		}
+		hc->media_bytes = bytes;
 		hc->media_mmapped = 1;
 	} else if (e->ctx->target == BAM_TARGET_CPU) {
 		/* anonymous mapping: untouched blocks cost no memory and read as zeros */
@@ -221,8 +228,14 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 
 static void media_close(struct emu *e, struct emu_host_ctrl *hc)
 {
-	if (!hc->media)
+	free(hc->created);
+	hc->created = NULL;
+	if (!hc->media) {
+		if (hc->fd >= 0) /* opened, not mapped: media_open failed */
+			close(hc->fd);
+		hc->fd = -1;
 		return;
+	}
 	if (hc->media_mmapped) {
 #ifdef BAM_HAVE_CUDA
 		if (e->ctx->target == BAM_TARGET_GPU) {
@@ -244,6 +257,16 @@ static void media_close(struct emu *e, struct emu_host_ctrl *hc)
 /* ---- ops ----------------------------------------------------------------------- */
 
 static void emu_close(void *priv);
+
+/* emu_open failed with controllers [0, e->n) set up or partly set up: remove the media
+ * files this open created (nothing of them was in use yet), then free everything */
+static void emu_open_fail(struct emu *e)
+{
+	for (uint32_t i = 0; i < e->n; i++)
+		if (e->c[i].created)
+			unlink(e->c[i].created);
+	emu_close(e);
+}
 
 static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
 {
@@ -309,7 +332,7 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		struct emu_host_ctrl *hc = &e->c[i];
 		if ((rc = media_open(e, i, err, errlen))) {
 			e->n = i + 1;
-			emu_close(e);
+			emu_open_fail(e);
 			*priv = NULL;
 			return rc;
 		}
@@ -324,7 +347,7 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		hc->qh = calloc(EMU_MAX_QUEUES + 1, sizeof(struct emu_queue));
 		if (!hc->qh) {
 			e->n = i + 1;
-			emu_close(e);
+			emu_open_fail(e);
 			*priv = NULL;
 			return -ENOMEM;
 		}
@@ -337,7 +360,7 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 			hc->d = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct emu_ctrl));
 			if (!hc->dev_db || !hc->dev_q || !hc->d || !h->db) {
 				e->n = i + 1;
-				emu_close(e);
+				emu_open_fail(e);
 				*priv = NULL;
 				return -ENOMEM;
 			}
