@@ -498,6 +498,21 @@ int bam_array_stats(struct bam_array *a, struct bam_array_stats *out)
 		out->c.errors += c->errors;
 		out->c.accesses += c->accesses;
 	}
+#ifdef BAM_PROFILE_FILL
+	{
+		uint64_t pf[6] = {0}, f = 0;
+		for (int k = 0; k < BAM_CNT_SHARDS; k++) {
+			f += tmp.cnt[k].c.misses;
+			for (int j = 0; j < 6; j++)
+				pf[j] += tmp.cnt[k].prof[j];
+		}
+		const double per = f ? 1e3 * (double)f : 1;
+		fprintf(stderr, "bam profile: %llu fills, per fill: victim search %.2f us, I/O %.2f us (submission %.2f), "
+			"whole fill %.2f us; %llu waits for others' fills, %.2f us each\n", (unsigned long long)f,
+			pf[0] / per, pf[1] / per, pf[5] / per, pf[2] / per, (unsigned long long)pf[4],
+			pf[4] ? pf[3] / 1e3 / (double)pf[4] : 0);
+	}
+#endif
 	out->c.bytes_requested = out->c.accesses * tmp.elem_size;
 	uint64_t moved = out->c.bytes_read + out->c.bytes_written;
 	out->amplification = out->c.bytes_requested ? (double)moved / (double)out->c.bytes_requested : 0;
