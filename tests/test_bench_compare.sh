@@ -82,9 +82,9 @@ bench "--json failure: bad option value" 2 "$same and d['error']['exit_status'] 
   --threads=0
 bench "--json failure: --compare refused" 2 "$same and d['error']['exit_status'] == 2 and 'needs the file back end' in d['error']['message']" \
   --backend=emu --compare=posix
-bench "--json failure: unparsable back-end string" 1 "$same and d['error']['exit_status'] == 1 and \"unknown key 'bogus'\" in d['error']['message']" \
+bench "--json failure: unparsable back-end string" 2 "$same and d['error']['exit_status'] == 2 and \"--backend=emu:bogus=1: emu: unknown key 'bogus'\" in d['error']['message']" \
   --backend=emu:bogus=1 --size=4M
-json_run "--json failure: --array, unparsable back-end string" 1 "$same and d['error']['exit_status'] == 1 and \"unknown key 'bogus'\" in d['error']['message']" \
+json_run "--json failure: --array, unparsable back-end string" 2 "$same and d['error']['exit_status'] == 2 and \"--backend=emu:bogus=1: emu: unknown key 'bogus'\" in d['error']['message']" \
   --array --backend=emu:bogus=1
 json_run "--json failure: --array, bad option value" 2 "$same and d['error']['exit_status'] == 2 and '--pattern=zigzag' in d['error']['message']" \
   --array --pattern=zigzag
