@@ -189,10 +189,15 @@ BAM_HD_INLINE uint32_t bam_array_line_bytes(const struct bam_array_dev *a, uint6
 	return (uint32_t)((n + lba - 1) & ~(lba - 1));
 }
 
-/* Read (opc READ) or write line l to/from slot s. Writes go to every replica. */
-BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
-				    uint64_t hint, uint16_t *status)
+/* Read (opc READ) or write line l to/from slot s. Writes go to every replica. With
+ * 'later' set (a read), a completed command's queue pair is left for the caller to
+ * help along (bam_dev_io_help(later)) once it has published the line; later->qp is
+ * NULL when there is nothing to help. */
+BAM_HD_INLINE int bam_array_line_io_ex(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
+				       uint64_t hint, uint16_t *status, struct bam_io *later)
 {
+	if (later)
+		later->qp = NULL;
 	struct bam_cache_dev *c = a->cache;
 	uint32_t bytes = bam_array_line_bytes(a, l);
 	uint64_t addr = (uint64_t)(uintptr_t)(c->lines + (s << c->line_shift));
@@ -212,8 +217,13 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 		BAM_PROF(a, 5, bam_time_ns() - ps0);
 #endif
 		const int queued = rc == 0;
-		if (queued)
+		if (queued && later && reps == 1) {
+			rc = bam_dev_io_wait_nohelp(&io, status);
+			if (!rc)
+				*later = io;
+		} else if (queued) {
 			rc = bam_dev_io_wait(&io, status);
+		}
 		if (rc == -ETIMEDOUT) {
 			/* The controller may still move data into or out of slot s: record the
 			 * command, for the caller retires or pins the slot until it is known
@@ -230,6 +240,12 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 	bam_fetch_add_relaxed_gpu_u64(opc == NVME_CMD_READ ? &BAM_CNT(a).bytes_read : &BAM_CNT(a).bytes_written,
 				      (uint64_t)bytes * reps);
 	return 0;
+}
+
+BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
+				    uint64_t hint, uint16_t *status)
+{
+	return bam_array_line_io_ex(a, l, s, opc, hint, status, NULL);
 }
 
 /* ---- slots ------------------------------------------------------------------------ */
@@ -449,6 +465,8 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			const uint64_t pt0 = bam_time_ns();
 #endif
 			int64_t s = bam_cache_pick_victim(c, deadline);
+			struct bam_io later;
+			later.qp = NULL;
 #ifdef BAM_PROFILE_FILL
 			const uint64_t pt1 = bam_time_ns();
 			BAM_PROF(a, 0, pt1 - pt0);
@@ -464,7 +482,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 #ifdef BAM_PROFILE_FILL
 				const uint64_t pt2 = bam_time_ns();
 #endif
-				rc = bam_array_line_io(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status);
+				rc = bam_array_line_io_ex(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status, &later);
 #ifdef BAM_PROFILE_FILL
 				BAM_PROF(a, 1, bam_time_ns() - pt2);
 #endif
@@ -481,6 +499,10 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				}
 			}
 			bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
+			/* only now help the queue pair's CQ head past our completion: the readers
+			 * waiting for this line need not wait for that */
+			if (later.qp)
+				bam_dev_io_help(&later);
 #ifdef BAM_PROFILE_FILL
 			BAM_PROF(a, 2, bam_time_ns() - pt0);
 			if (waited)

@@ -189,6 +189,16 @@ BAM_HD_INLINE void bam_red_add_release_gpu_u32(uint32_t *p, uint32_t v)
 #endif
 }
 
+/* Release or whose result is not needed (PTX red: the thread does not wait for it). */
+BAM_HD_INLINE void bam_red_or_release_gpu_u32(uint32_t *p, uint32_t v)
+{
+#if BAM_ON_GPU
+	asm volatile("red.release.gpu.global.or.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+	__atomic_fetch_or(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
 BAM_HD_INLINE uint32_t bam_fetch_or_relaxed_gpu_u32(uint32_t *p, uint32_t v)
 {
 #if BAM_ON_GPU

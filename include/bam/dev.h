@@ -142,6 +142,7 @@ BAM_HD_INLINE void bam_sqe_rw(struct nvme_sqe *s, uint8_t opc, uint32_t nsid, ui
 struct bam_io {
 	struct bam_qpair *qp;
 	uint64_t deadline;
+	uint32_t cq_pos;        /* bam_dev_io_wait_nohelp: where its CQE was */
 	uint16_t cid;
 };
 
@@ -183,6 +184,19 @@ BAM_HD_INLINE int bam_dev_io_submit(struct bam_dev *d, uint32_t c, uint64_t hint
 BAM_HD_INLINE int bam_dev_io_wait(struct bam_io *io, uint16_t *status)
 {
 	return bam_qpair_wait(io->qp, io->cid, io->deadline, status);
+}
+
+/* bam_dev_io_wait that leaves its queue pair's CQ head to the caller: on success the
+ * caller must call bam_dev_io_help(io) once it has published what the data was for
+ * (bam_qpair_wait_pos). */
+BAM_HD_INLINE int bam_dev_io_wait_nohelp(struct bam_io *io, uint16_t *status)
+{
+	return bam_qpair_wait_pos(io->qp, io->cid, io->deadline, status, &io->cq_pos);
+}
+
+BAM_HD_INLINE void bam_dev_io_help(const struct bam_io *io)
+{
+	bam_qpair_help_head(io->qp, io->cq_pos);
 }
 
 /*

@@ -373,11 +373,14 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
 		t += run;
 	}
 	if (t != t0) {
-		bam_store_release_gpu_u32(&qp->sq_tail, t);
-		/* SQ tail doorbell, once for all t - t0 SQEs. The system-scope release orders
-		 * the SQE writes (made by other threads, acquired through their marks above)
-		 * before the controller's view of the new tail. */
-		bam_qp_fence(qp);
+		/* only lock holders read sq_tail: the lock orders it */
+		bam_store_relaxed_u32(&qp->sq_tail, t);
+		/* SQ tail doorbell, once for all t - t0 SQEs. Its release (cumulative) orders
+		 * the SQE writes, made by other threads and acquired through their marks
+		 * above, before the controller's view of the new tail; a controller outside
+		 * the GPU gets a system-scope fence first as well. */
+		if (qp->sys_scope)
+			bam_qp_fence(qp);
 		bam_qp_ring(qp, qp->sq_doorbell, t & mask);
 		bam_fetch_add_relaxed_gpu_u64(&qp->cnt.submitted, t - t0);
 		bam_fetch_add_relaxed_gpu_u64(&qp->cnt.doorbells, 1);
@@ -429,7 +432,9 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 		 * longer, but never admits one too many: an add takes a credit only when it
 		 * found fewer than depth-1 holders plus such pending give-backs. */
 		if (bam_load_relaxed_u32(&qp->credits) < mask) {
-			if (bam_fetch_add_acq_rel_gpu_u32(&qp->credits, 1) < mask)
+			/* acquire: the CQ head mover's release of the credit (and of the slot and
+			 * CID behind it) happens before what we do with it */
+			if (bam_fetch_add_acquire_gpu_u32(&qp->credits, 1) < mask)
 				break;
 			bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
 		}
@@ -502,8 +507,14 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 			d[i] = s[i];
 		((uint16_t *)dst)[1] = (uint16_t)id; /* CDW0 31:16 = CID */
 	}
-	bam_fetch_or_acq_rel_gpu_u32(&qp->sq_mark[slot >> 5], bam_qp_bit(slot));
-	bam_fetch_add_acq_rel_gpu_u32(&qp->sq_turn[slot], 1); /* even -> odd: in flight */
+	/* Neither add waits for its answer (GPU: red). The mark's release orders the SQE
+	 * before it; this thread's own loads of the mark word below see it (same
+	 * location). The turn's add needs no order: the CQ head mover's add (odd ->
+	 * even) can only come after the controller has read the SQE, and should it
+	 * reach the word first, the two adds still leave it at the next turn's even
+	 * value, which is all the next ticket waits for. */
+	bam_red_or_release_gpu_u32(&qp->sq_mark[slot >> 5], bam_qp_bit(slot));
+	bam_fetch_add_relaxed_gpu_u32(&qp->sq_turn[slot], 1); /* even -> odd: in flight */
 
 	/* modelled in models/qpair.pml: step "5. move_tail ..." (TIMEOUTS; BROKEN_STEP5_STRAND) */
 	/* 5. move_tail until someone (maybe us) has moved the tail past our slot */
@@ -543,9 +554,42 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
  * -ETIMEDOUT if no CQE for 'cid' arrives before 'deadline'; the CID is then abandoned
  * and a late CQE for it is discarded (counted in cnt.late).
  */
-/* modelled in models/qpair.pml: proctype Thread, block "bam_qpair_wait", label found */
+/* Help the CQ head past virtual CQ position p, the CQE of a command the caller waited
+ * for (bam_qpair_wait_pos): a bounded number of tries, as bam_qpair_wait does before it
+ * returns. If an earlier CQE is still unconsumed, its owner (or the next thread short
+ * of credits) moves the head later. */
+BAM_HD_INLINE void bam_qpair_help_head(struct bam_qpair *qp, uint32_t p)
+{
+	for (int k = 0; k < 8; k++) {
+		if ((int32_t)(bam_load_acquire_gpu_u32(&qp->cq_head) - (p + 1u)) >= 0)
+			break;
+		bam_qpair_cq_try_advance(qp);
+	}
+}
+
+/* bam_qpair_wait without the help: on success *pos is the virtual CQ position of the
+ * command's CQE, and the caller must call bam_qpair_help_head(qp, *pos) once it has
+ * done what was waiting for the data (the array publishes the line it filled first:
+ * the readers waiting for it start a head move earlier, about 6 us on the H200). */
+BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_t deadline, uint16_t *status,
+				     uint32_t *pos);
+
+/* modelled in models/qpair.pml: proctype Thread, block "bam_qpair_wait", label found
+ * (with the help; bam_qpair_wait_pos + a later bam_qpair_help_head is the same thread
+ * helping later, which the protocol allows: a waiter that does not help at all is
+ * covered by the bounded tries) */
 BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t deadline,
 				 uint16_t *status)
+{
+	uint32_t p = 0;
+	int rc = bam_qpair_wait_pos(qp, cid, deadline, status, &p);
+	if (!rc)
+		bam_qpair_help_head(qp, p);
+	return rc;
+}
+
+BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_t deadline, uint16_t *status,
+				     uint32_t *pos)
 {
 	const uint32_t depth = qp->depth;
 	uint32_t iter = 0;
@@ -565,14 +609,7 @@ BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t de
 			uint32_t slot = p & (depth - 1);
 			*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
 			bam_fetch_or_acq_rel_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
-			/* Try to pass it ourselves, a bounded number of times; if an earlier CQE
-			 * is still unconsumed, its owner (or the next thread short of credits)
-			 * moves the head later. */
-			for (int k = 0; k < 8; k++) {
-				if (bam_load_acquire_gpu_u32(&qp->cq_head) - start > p - start)
-					break;
-				bam_qpair_cq_try_advance(qp);
-			}
+			*pos = p;
 			return 0;
 		}
 		if (bam_qp_deadline_passed(deadline)) {
