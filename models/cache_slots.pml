@@ -365,8 +365,11 @@ inline pick_victim()
 	iter = 0; k = 0; vs = -1;
 	do
 	:: k < 2 * NS ->
-		atomic { ps = hand; hand = (hand + 1) % NS };     /* :345 */
-		st = state[ps];                                   /* :346 */
+		/* the code moves the hand BAM_CLOCK_BATCH slots at once and loads their
+		 * states together, then judges them in order: one slot per step here, its
+		 * state loaded before other threads' steps, as the batch's may be stale */
+		atomic { ps = hand; hand = (hand + 1) % NS };
+		st = state[ps];
 		if
 #ifdef BROKEN_VICTIM_NOCNT
 		:: (st & (B | PN)) != 0 ->
@@ -381,8 +384,8 @@ inline pick_victim()
 			fi
 		:: else ->
 			if
-			:: (st & RF) != 0 ->                      /* :352-354 */
-				atomic { if :: state[ps] == st -> state[ps] = st - RF :: else fi }
+			:: (st & RF) != 0 ->                      /* REF cleared by an atomic AND (a red) */
+				atomic { state[ps] = state[ps] - (state[ps] & RF) }
 			:: else ->                                /* :356 */
 				atomic {
 					if
