@@ -365,11 +365,8 @@ inline pick_victim()
 	iter = 0; k = 0; vs = -1;
 	do
 	:: k < 2 * NS ->
-		/* the code moves the hand BAM_CLOCK_BATCH slots at once and loads their
-		 * states together, then judges them in order: one slot per step here, its
-		 * state loaded before other threads' steps, as the batch's may be stale */
-		atomic { ps = hand; hand = (hand + 1) % NS };
-		st = state[ps];
+		atomic { ps = hand; hand = (hand + 1) % NS };     /* :345 */
+		st = state[ps];                                   /* :346 */
 		if
 #ifdef BROKEN_VICTIM_NOCNT
 		:: (st & (B | PN)) != 0 ->
@@ -384,8 +381,8 @@ inline pick_victim()
 			fi
 		:: else ->
 			if
-			:: (st & RF) != 0 ->                      /* REF cleared by an atomic AND (a red) */
-				atomic { state[ps] = state[ps] - (state[ps] & RF) }
+			:: (st & RF) != 0 ->                      /* :352-354 */
+				atomic { if :: state[ps] == st -> state[ps] = st - RF :: else fi }
 			:: else ->                                /* :356 */
 				atomic {
 					if

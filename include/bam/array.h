@@ -367,42 +367,26 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 
 /* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
  * Retired and pinned slots met on the way are given back when their command is known
- * complete; after a fruitless sweep, helping their queues' CQ heads along.
- * The hand moves BAM_CLOCK_BATCH slots per atomic and their states are loaded together
- * (one round trip to memory for the batch instead of two per slot); the slots are then
- * judged in order as one at a time: busy, pinned or referenced ones are passed, a REF
- * bit is cleared (an atomic AND the thread does not wait for), the first other one is
- * locked. Slots of the batch after the victim still get their REF bits cleared, as the
- * next search would have done; an unreferenced one there is passed over this time. */
-#define BAM_CLOCK_BATCH 4u
+ * complete; after a fruitless sweep, helping their queues' CQ heads along. */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
 {
 	uint32_t iter = 0;
 	for (;;) {
 		/* sweep twice the cache: the first pass may only clear REF bits */
-		for (uint64_t k = 0; k < 2 * c->n_slots; k += BAM_CLOCK_BATCH) {
-			const uint64_t h = bam_fetch_add_relaxed_gpu_u64(&c->hand, BAM_CLOCK_BATCH);
-			uint32_t st[BAM_CLOCK_BATCH];
-			for (uint32_t j = 0; j < BAM_CLOCK_BATCH; j++)
-				st[j] = bam_load_relaxed_u32(&c->state[(h + j) % c->n_slots]);
-			int64_t victim = -1;
-			for (uint32_t j = 0; j < BAM_CLOCK_BATCH; j++) {
-				const uint64_t s = (h + j) % c->n_slots;
-				if ((st[j] & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st[j] & BAM_SLOT_CNT)) {
-					if (victim < 0 && (st[j] & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) &&
-					    bam_cache_slot_reclaim(c, s, iter > 0))
-						victim = (int64_t)s;
-					continue;
-				}
-				if (st[j] & BAM_SLOT_REF) {
-					bam_red_and_relaxed_gpu_u32(&c->state[s], ~BAM_SLOT_REF);
-					continue;
-				}
-				if (victim < 0 && bam_cas_acq_rel_gpu_u32(&c->state[s], st[j], st[j] | BAM_SLOT_BUSY) == st[j])
-					victim = (int64_t)s;
+		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
+			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
+			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
+				if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
+					return (int64_t)s;
+				continue;
 			}
-			if (victim >= 0)
-				return victim;
+			if (st & BAM_SLOT_REF) {
+				bam_cas_acq_rel_gpu_u32(&c->state[s], st, st & ~BAM_SLOT_REF);
+				continue;
+			}
+			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
+				return (int64_t)s;
 		}
 		/* every slot referenced or busy: wait for releases, bounded */
 		if (bam_time_ns() > deadline)
