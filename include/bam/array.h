@@ -645,8 +645,32 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
  * lie in one line form a group; its leader acquires the line with one reference per
  * member and the slot is broadcast. Synchronises the active threads of the warp.
  */
+/* Line l of a if it is cached now, with n references: the slot, or -EAGAIN (not
+ * cached, being filled, or evicted meanwhile) without waiting for anything. */
+BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n)
+{
+	struct bam_cache_dev *c = a->cache;
+	const uint32_t e = bam_load_relaxed_u32(&a->xlat[l]);
+	if (e < BAM_XLAT_FILLING && bam_slot_try_get(c, e, ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l, n)) {
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).hits, 1);
+		return (int64_t)e;
+	}
+	return -EAGAIN;
+}
+
+BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
+						   uint32_t *group, uint32_t *leader_out, int try_only);
+
 BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t i, void **p,
 						uint32_t *group, uint32_t *leader_out)
+{
+	return bam_array_warp_ref_group_ex(a, i, p, group, leader_out, 0);
+}
+
+/* try_only: take the line only if it is cached now (bam_array_line_try_acquire), else
+ * -EAGAIN for the group, nothing counted */
+BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
+						   uint32_t *group, uint32_t *leader_out, int try_only)
 {
 	struct bam_cache_dev *c = a->cache;
 	int oob = i >= a->n_elems;
@@ -664,8 +688,9 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t
 	uint32_t leader = bam_warp_leader(mask);
 	int64_t s = -ERANGE;
 	if (!oob && bam_lane_id() == leader) {
-		s = bam_array_line_acquire(a, l, bam_popc(mask), i);
-		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, bam_popc(mask));
+		s = try_only ? bam_array_line_try_acquire(a, l, bam_popc(mask)) : bam_array_line_acquire(a, l, bam_popc(mask), i);
+		if (!try_only || s >= 0)
+			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, bam_popc(mask));
 	}
 	if (oob && bam_lane_id() == leader)
 		bam_dev_record_error(a->io, -ERANGE, 0);
@@ -888,11 +913,25 @@ BAM_HD_INLINE void bam_line_put(struct bam_array_dev *a, struct bam_line *h)
  * group), or per thread with bam_line_put. Returns 0 or a negative errno
  * (-ERANGE if i >= n_elems; see bam_array_line_acquire); on error h holds nothing.
  */
+BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line *h, uint64_t i, int try_only);
+
 BAM_HD_INLINE int bam_line_warp_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
+{
+	return bam_line_warp_get_ex(a, h, i, 0);
+}
+
+/* bam_line_warp_get that takes the line only if it is cached now: -EAGAIN (h holds
+ * nothing) if it is not; never waits for a fill or a free slot. */
+BAM_HD_INLINE int bam_line_warp_try_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
+{
+	return bam_line_warp_get_ex(a, h, i, 1);
+}
+
+BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line *h, uint64_t i, int try_only)
 {
 	void *p = 0;
 	uint32_t g, l;
-	int64_t s = bam_array_warp_ref_group(a, i, &p, &g, &l);
+	int64_t s = bam_array_warp_ref_group_ex(a, i, &p, &g, &l, try_only);
 	h->slot = -1;
 	h->group = 0;
 	if (s < 0)

@@ -178,10 +178,12 @@ BAM_HD_INLINE int gv_edge_h(const struct graph_view *g, struct bam_line *h, uint
 /*
  * The GPU form of gv_edge_h for bam arrays: all 32 lanes of the warp call it together,
  * lane k for element i (act 0: none). Lines are taken so that the warp never holds a
- * line while it waits for another: when any lane leaves its line, every lane lets go
- * of its own; then the lines needed are taken one after the other, each line's lanes
- * reading their element and letting go before the next line is taken (the last line's
- * lanes keep it for the next call). A warp waiting for a free slot thus holds none,
+ * line while it waits for another: lanes that leave their lines first take the new ones
+ * only if they are cached now (bam_line_warp_try_get: no waiting, so the other lanes
+ * may keep theirs); if one is not, every lane lets go of its line, and the lines
+ * needed are taken one after the other, each line's lanes reading their element and
+ * letting go before the next line is taken (the last line's lanes keep it for the
+ * next call). A warp waiting for a free slot thus holds none,
  * so warps cannot hold every slot of a small cache while each waits for one more
  * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
  * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
@@ -194,7 +196,24 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 	const uint32_t full = 0xffffffffu, lane = threadIdx.x & 31u;
 	struct bam_array_dev *a = g->edge_a;
 	int rc = 0;
-	if (!__all_sync(full, !act || (h->slot >= 0 && i >= h->first && i < h->end))) {
+	const int in_h = !act || (h->slot >= 0 && i >= h->first && i < h->end);
+	if (__all_sync(full, in_h)) {
+		if (act)
+			*u = g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
+					      : ((const volatile uint64_t *)h->data)[i - h->first];
+		return 0;
+	}
+	/* First the lanes that left their lines try to take the new ones if they are
+	 * cached now (no waiting: holding the other lanes' lines meanwhile is safe) */
+	int got = 1;
+	if (!in_h) {
+		bam_line_put(a, h);
+		got = bam_line_warp_try_get(a, h, i) == 0;
+		if (got)
+			(*gets)++;
+	}
+	if (!__all_sync(full, got)) {
+		/* some line must be filled or waited for: let go of every line first */
 		bam_line_put(a, h);
 		const uint64_t l = act ? bam_array_line_of(a, i) : ~0ull;
 		uint32_t todo = __ballot_sync(full, act);
