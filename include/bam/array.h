@@ -668,7 +668,8 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t
 }
 
 /* try_only: take the line only if it is cached now (bam_array_line_try_acquire), else
- * -EAGAIN for the group, nothing counted */
+ * -EAGAIN for the group; no accesses counted either way (the caller counts the
+ * elements it reads through the line) */
 BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
 						   uint32_t *group, uint32_t *leader_out, int try_only)
 {
@@ -689,7 +690,7 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint6
 	int64_t s = -ERANGE;
 	if (!oob && bam_lane_id() == leader) {
 		s = try_only ? bam_array_line_try_acquire(a, l, bam_popc(mask)) : bam_array_line_acquire(a, l, bam_popc(mask), i);
-		if (!try_only || s >= 0)
+		if (!try_only)
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, bam_popc(mask));
 	}
 	if (oob && bam_lane_id() == leader)
@@ -921,7 +922,8 @@ BAM_HD_INLINE int bam_line_warp_get(struct bam_array_dev *a, struct bam_line *h,
 }
 
 /* bam_line_warp_get that takes the line only if it is cached now: -EAGAIN (h holds
- * nothing) if it is not; never waits for a fill or a free slot. */
+ * nothing) if it is not; never waits for a fill or a free slot. Counts a hit, but no
+ * element accesses (bam_array_count_accesses is the caller's). */
 BAM_HD_INLINE int bam_line_warp_try_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
 {
 	return bam_line_warp_get_ex(a, h, i, 1);

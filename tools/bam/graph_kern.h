@@ -206,11 +206,9 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 	/* First the lanes that left their lines try to take the new ones if they are
 	 * cached now (no waiting: holding the other lanes' lines meanwhile is safe) */
 	int got = 1;
-	if (!in_h) {
+	if (!in_h) { /* (a line taken so counts no access: its element is one of the n) */
 		bam_line_put(a, h);
 		got = bam_line_warp_try_get(a, h, i) == 0;
-		if (got)
-			(*gets)++;
 	}
 	if (!__all_sync(full, got)) {
 		/* some line must be filled or waited for: let go of every line first */
