@@ -583,9 +583,9 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
 				     uint32_t *pos);
 
 /* modelled in models/qpair.pml: proctype Thread, block "bam_qpair_wait", label found
- * (with the help; bam_qpair_wait_pos + a later bam_qpair_help_head is the same thread
- * helping later, which the protocol allows: a waiter that does not help at all is
- * covered by the bounded tries) */
+ * (bam_qpair_wait_pos and a later bam_qpair_help_head are the same steps with the
+ * thread's own work, which touches no queue pair, in between: a slower helper, among
+ * the interleavings the model explores) */
 BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t deadline,
 				 uint16_t *status)
 {
