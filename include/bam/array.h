@@ -640,11 +640,6 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
 	return s;
 }
 
-/*
- * The same with warp coalescing (BaM 4.4): active threads of the warp whose elements
- * lie in one line form a group; its leader acquires the line with one reference per
- * member and the slot is broadcast. Synchronises the active threads of the warp.
- */
 /* Line l of a if it is cached now, with n references: the slot, or -EAGAIN (not
  * cached, being filled, or evicted meanwhile) without waiting for anything. */
 BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n)
@@ -658,6 +653,11 @@ BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64
 	return -EAGAIN;
 }
 
+/*
+ * The same with warp coalescing (BaM 4.4): active threads of the warp whose elements
+ * lie in one line form a group; its leader acquires the line with one reference per
+ * member and the slot is broadcast. Synchronises the active threads of the warp.
+ */
 BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
 						   uint32_t *group, uint32_t *leader_out, int try_only);
 
@@ -922,7 +922,8 @@ BAM_HD_INLINE int bam_line_warp_get(struct bam_array_dev *a, struct bam_line *h,
 }
 
 /* bam_line_warp_get that takes the line only if it is cached now: -EAGAIN (h holds
- * nothing) if it is not; never waits for a fill or a free slot. Counts a hit, but no
+ * nothing) if it is not, -ERANGE if i >= n_elems; never waits for a fill or a free
+ * slot, so a thread may call it while it holds other lines. Counts a hit, but no
  * element accesses (bam_array_count_accesses is the caller's). */
 BAM_HD_INLINE int bam_line_warp_try_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
 {
