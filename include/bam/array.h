@@ -654,7 +654,7 @@ BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64
 }
 
 /*
- * The same with warp coalescing (BaM 4.4): active threads of the warp whose elements
+ * bam_array_ref with warp coalescing (BaM 4.4): active threads of the warp whose elements
  * lie in one line form a group; its leader acquires the line with one reference per
  * member and the slot is broadcast. Synchronises the active threads of the warp.
  */
