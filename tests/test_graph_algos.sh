@@ -79,6 +79,13 @@ refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" 
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
 if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
+# emu's numbers are digits only; messages say what is wrong with a media file
+refuse "emu count with a sign" "bad value '+2' for key 'count'" "$BAM" bfs "$k" --backend=emu:count=+2
+refuse "emu err_rate nan" "bad value 'nan' for key 'err_rate'" "$BAM" bfs "$k" --backend=emu:err_rate=nan
+refuse "emu delay_us negative" "bad value '-5' for key 'delay_us'" "$BAM" bfs "$k" --backend=emu:delay_us=-5
+refuse "emu media file in a missing directory" "its directory does not exist" "$BAM" bfs "$k" --backend=emu:path="$W/no/dir/m.img",size=1M
+head -c 100 /dev/zero >"$W/tiny.img"
+refuse "emu media file smaller than an LBA" "holds 100 bytes, less than one 512-byte LBA" "$BAM" bfs "$k" --backend=emu:path="$W/tiny.img"
 # a media file the open created but could not size (9000000 TiB: more than any file system or off_t allows)
 # is removed again; an existing one is left as it was
 refuse "emu media file too large" "cannot size" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/huge.img",size=9000000T

@@ -28,7 +28,7 @@ struct bam_ctx {
 	struct bam_dev host_dev;         /* host copy of the device view */
 	struct bam_dev *dev;             /* target copy */
 	int started;
-	char desc[512];
+	char desc[1280];
 	char errmsg[512];
 	/* memory freed at close, after the controllers stopped (bam_ctx_defer_free) */
 	struct deferred_free *deferred;

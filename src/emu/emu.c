@@ -5,6 +5,7 @@
  * target and by GPU-resident workers on the GPU target (emu_gpu.cu), both executing
  * emu_core.h. Back-end string keys: docs/BACKENDS.md.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,7 +25,7 @@ struct emu_cfg {
 	uint64_t size;       /* bytes per controller */
 	uint32_t lba;        /* LBA size */
 	int media_file;
-	char path[400];
+	char path[1024];
 	uint32_t workers;
 	struct emu_faults f;
 	char bad[200];
@@ -53,16 +54,33 @@ struct emu {
 	struct emu_worker *workers;
 	uint32_t n_threads;
 	void *gpu;                /* GPU worker handle */
-	char desc[600];
+	char desc[1200];
 };
 
 /* ---- option parsing ------------------------------------------------------------ */
+
+/* A number written with digits only (or 0x and hex digits), no sign, no spaces,
+ * no overflow, at most max. 0 or -EINVAL. */
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+{
+	const int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+	const char *d = hex ? v + 2 : v;
+	if (!isxdigit((unsigned char)d[0]) || (!hex && !isdigit((unsigned char)d[0])))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, hex ? 16 : 10);
+	if (errno || *end || n > max)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
 
 static int parse_rate(const char *v, uint32_t *ppm)
 {
 	char *end;
 	double d = strtod(v, &end);
-	if (end == v || *end || d < 0 || d > 1)
+	if (end == v || *end || !(d >= 0 && d <= 1)) /* NaN fails both */
 		return -EINVAL;
 	*ppm = (uint32_t)(d * 1e6 + 0.5);
 	return 0;
@@ -71,7 +89,6 @@ static int parse_rate(const char *v, uint32_t *ppm)
 static int emu_kv(void *arg, const char *k, const char *v)
 {
 	struct emu_cfg *c = arg;
-	char *end;
 	int rc = 0;
 	if (!strcmp(k, "profile")) {
 		c->profile = bam_emu_profile_find(v);
@@ -79,8 +96,9 @@ static int emu_kv(void *arg, const char *k, const char *v)
 			snprintf(c->bad, sizeof(c->bad), "unknown profile '%s' (known: %s)", v, bam_emu_profile_names());
 		return c->profile ? 0 : -EINVAL;
 	} else if (!strcmp(k, "count")) {
-		unsigned long n = strtoul(v, &end, 10);
-		if (*end || n < 1 || n > BAM_MAX_CTRLS)
+		uint64_t n = 0;
+		rc = parse_u64(v, BAM_MAX_CTRLS, &n);
+		if (!rc && n < 1)
 			rc = -EINVAL;
 		c->count = (uint32_t)n;
 	} else if (!strcmp(k, "size")) {
@@ -88,8 +106,9 @@ static int emu_kv(void *arg, const char *k, const char *v)
 		if (!rc && c->size == 0)
 			rc = -EINVAL;
 	} else if (!strcmp(k, "lba")) {
-		unsigned long n = strtoul(v, &end, 10);
-		if (*end || (n != 512 && n != 4096))
+		uint64_t n = 0;
+		rc = parse_u64(v, 4096, &n);
+		if (!rc && n != 512 && n != 4096)
 			rc = -EINVAL;
 		c->lba = (uint32_t)n;
 	} else if (!strcmp(k, "media")) {
@@ -100,22 +119,33 @@ static int emu_kv(void *arg, const char *k, const char *v)
 		else
 			rc = -EINVAL;
 	} else if (!strcmp(k, "path")) {
+		if (!*v || strlen(v) >= sizeof(c->path) - 8) { /* room for ".N" */
+			if (*v)
+				snprintf(c->bad, sizeof(c->bad), "path= is %zu bytes long, at most %zu here", strlen(v),
+					 sizeof(c->path) - 9);
+			else
+				snprintf(c->bad, sizeof(c->bad), "path= names no file");
+			return -EINVAL;
+		}
 		snprintf(c->path, sizeof(c->path), "%s", v);
 		c->media_file = 1;
 	} else if (!strcmp(k, "workers")) {
-		unsigned long n = strtoul(v, &end, 10);
-		if (*end || n < 1 || n > 1024)
+		uint64_t n = 0;
+		rc = parse_u64(v, 1024, &n);
+		if (!rc && n < 1)
 			rc = -EINVAL;
 		c->workers = (uint32_t)n;
 	} else if (!strcmp(k, "err_lba")) {
 		/* START-END (end exclusive) */
-		unsigned long long a = strtoull(v, &end, 10), b;
-		if (*end != '-')
+		char a_s[32];
+		const char *dash = strchr(v, '-');
+		uint64_t a = 0, b = 0;
+		if (!dash || (size_t)(dash - v) >= sizeof(a_s)) {
 			rc = -EINVAL;
-		else {
-			b = strtoull(end + 1, &end, 10);
-			if (*end || b <= a)
-				rc = -EINVAL;
+		} else {
+			memcpy(a_s, v, (size_t)(dash - v));
+			a_s[dash - v] = 0;
+			rc = parse_u64(a_s, UINT64_MAX, &a) || parse_u64(dash + 1, UINT64_MAX, &b) || b <= a ? -EINVAL : 0;
 			c->f.err_slba = a;
 			c->f.err_elba = b;
 		}
@@ -124,21 +154,19 @@ static int emu_kv(void *arg, const char *k, const char *v)
 	} else if (!strcmp(k, "delay_rate")) {
 		rc = parse_rate(v, &c->f.delay_rate_ppm);
 	} else if (!strcmp(k, "delay_us")) {
-		unsigned long long n = strtoull(v, &end, 10);
-		if (*end)
-			rc = -EINVAL;
+		uint64_t n = 0;
+		rc = parse_u64(v, 3600000000ull, &n); /* at most an hour */
 		c->f.delay_ns = n * 1000ull;
 	} else if (!strcmp(k, "drop_rate")) {
 		rc = parse_rate(v, &c->f.drop_rate_ppm);
 	} else if (!strcmp(k, "stop_after")) {
-		unsigned long long n = strtoull(v, &end, 10);
-		if (*end || n == 0)
+		uint64_t n = 0;
+		rc = parse_u64(v, UINT64_MAX, &n);
+		if (!rc && n == 0)
 			rc = -EINVAL;
 		c->f.stop_after = n;
 	} else if (!strcmp(k, "seed")) {
-		c->f.seed = strtoull(v, &end, 0);
-		if (*end)
-			rc = -EINVAL;
+		rc = parse_u64(v, UINT64_MAX, &c->f.seed);
 	} else {
 		snprintf(c->bad, sizeof(c->bad), "unknown key '%s' (keys: profile, count, size, lba, media, path, workers, err_lba, err_rate, delay_rate, delay_us, drop_rate, stop_after, seed)", k);
 		return -EINVAL;
@@ -156,7 +184,7 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 	uint64_t bytes = e->cfg.size;
 	hc->fd = -1;
 	if (e->cfg.media_file) {
-		char path[420];
+		char path[1040];
 		if (e->n > 1)
 			snprintf(path, sizeof(path), "%s.%u", e->cfg.path, i);
 		else
@@ -172,22 +200,37 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 		if (hc->fd < 0) {
 			int rc = -errno;
 			snprintf(err, errlen, "emu: media file %s: %s%s", path, strerror(errno),
-				 rc == -ENOENT ? " (give size= to create it)" : "");
+				 rc != -ENOENT ? "" : e->cfg.size ? " (its directory does not exist)" : " (give size= to create it)");
 			return rc;
 		}
 		struct stat st;
 		fstat(hc->fd, &st);
+		if (!S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "emu: media file %s is not a regular file", path);
+			return -EINVAL;
+		}
 		if (!e->cfg.size)
 			bytes = (uint64_t)st.st_size;
 		bytes -= bytes % e->cfg.lba;
 		if (bytes == 0) {
-			snprintf(err, errlen, "emu: media file %s is empty: give size=", path);
+			snprintf(err, errlen, "emu: media file %s holds %llu bytes, less than one %u-byte LBA: give size=",
+				 path, (unsigned long long)st.st_size, e->cfg.lba);
 			return -EINVAL;
 		}
 		if ((uint64_t)st.st_size < bytes && ftruncate(hc->fd, (off_t)bytes)) {
 			int rc = -errno;
 			snprintf(err, errlen, "emu: cannot size %s to %llu bytes: %s", path, (unsigned long long)bytes, strerror(errno));
 			return rc;
+		}
+		/* Blocks for the whole namespace now: writes through the mapping to a sparse
+		 * file the file system cannot back end in SIGBUS, not in an error. A file
+		 * this open lengthened goes back to its size if that fails. */
+		int fr = posix_fallocate(hc->fd, 0, (off_t)bytes);
+		if (fr) {
+			const int restored = (uint64_t)st.st_size >= bytes || ftruncate(hc->fd, st.st_size) == 0;
+			snprintf(err, errlen, "emu: cannot allocate %llu bytes for media file %s: %s%s", (unsigned long long)bytes,
+				 path, strerror(fr), restored ? "" : " (and its old size could not be restored)");
+			return -fr;
 		}
 		hc->media = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, hc->fd, 0);
 		if (hc->media == MAP_FAILED) {

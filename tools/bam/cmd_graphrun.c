@@ -88,7 +88,7 @@ struct gres {
 	int verified;         /* 1 ok, 0 not checked, -1 mismatch */
 	int complete;         /* the run ended with results (verified or not) */
 	struct bam_array_stats st_off, st_edge;
-	char backend_desc[512];
+	char backend_desc[1280];
 	struct level_rec *trace; /* --level-trace: the first source's levels */
 	uint64_t trace_src;      /* that source */
 	const char *level_loop;  /* BFS: "device" or "host" */
