@@ -73,6 +73,7 @@ bench "--runtime bounds the comparisons, --compare=posix alone" 0 \
 
 refused "--compare with the emu back end" "--compare needs the file back end" --backend=emu --compare=posix,uring
 refused "--compare with writes" "--compare measures reads" --backend="file:$W/a.dat" --rw=randwrite --compare=posix
+refused "--array --working-set below one element (was SIGFPE)" "a size of at least 8 bytes" --array --pattern=scan --working-set=7
 refused "--compare=fio (unknown)" "bad value 'fio' for --compare" --backend="file:$W/a.dat" --compare=fio
 
 # with --json, a failure prints one JSON object {"error": {"command", "message" (the text on

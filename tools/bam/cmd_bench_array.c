@@ -112,7 +112,12 @@ int bam_bench_array(int argc, char **argv)
 		case 's': if (bam_parse_size(optarg, &size) || size < 4096) goto bad; break;
 		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &threads)) goto bad; break;
 		case 'n': if (cli_u64(optarg, 1, 1ull << 32, &steps)) goto bad; break;
-		case 'W': if (bam_parse_size(optarg, &ws) || !ws) goto bad; break;
+		case 'W':
+			if (bam_parse_size(optarg, &ws) || ws < 8) {
+				cli_fail("bench --array: --working-set=%s: a size of at least 8 bytes (one element)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'B': backend = optarg; break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) target = BAM_TARGET_GPU;
