@@ -79,6 +79,10 @@ refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" 
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
 if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
+# a back-end string longer than the tools take is refused, not cut (the cut one ran
+# with other settings)
+refuse "a back-end string of 1,040 characters" "is 1040 characters long, at most 960" "$BAM" bfs "$k" \
+  --backend="emu:$(printf 'seed=1,%.0s' $(seq 146))profile=pm1735"
 # emu's numbers are digits only; messages say what is wrong with a media file
 refuse "emu count with a sign" "bad value '+2' for key 'count'" "$BAM" bfs "$k" --backend=emu:count=+2
 refuse "emu err_rate nan" "bad value 'nan' for key 'err_rate'" "$BAM" bfs "$k" --backend=emu:err_rate=nan

@@ -10,6 +10,15 @@
 #include "bam/atomic.h"
 #include "cli_util.h"
 
+int cli_backend_arg(const char *cmd, const char *backend)
+{
+	const size_t n = strlen(backend);
+	if (n <= CLI_BACKEND_MAX)
+		return 0;
+	cli_fail("%s: --backend= is %zu characters long, at most %d\n", cmd, n, CLI_BACKEND_MAX);
+	return 2;
+}
+
 int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err)
 {
 	cli_fail("%s: --backend=%s: %s\n", cmd, given, err);

@@ -8,6 +8,12 @@
  * (per_ctrl = ceil(total / count), rounded up to a multiple of align and of 4096).
  * Other strings are copied. */
 void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
+/* Longest --backend value the tools take: they append ",size=N" to an emu string in a
+ * 1024-byte buffer. */
+#define CLI_BACKEND_MAX 960
+/* A --backend value as given: 0, or 2 (the exit status; the message printed) when it
+ * is longer than CLI_BACKEND_MAX (a longer one was cut without a word). */
+int cli_backend_arg(const char *cmd, const char *backend);
 /* bam_ctx_open refused the user's --backend value 'given' (rc, the library's message
  * err): prints "cmd: --backend=given: err" and returns the exit status, 2 when the
  * string itself was refused (-EINVAL: unknown back end, key or value), else 1. */

@@ -435,7 +435,11 @@ int bam_cmd_bench(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'B': o.backend = optarg; break;
+		case 'B':
+			if (cli_backend_arg("bench", optarg))
+				return 2;
+			o.backend = optarg;
+			break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) o.target = BAM_TARGET_GPU;
 			else if (!strcmp(optarg, "cpu")) o.target = BAM_TARGET_CPU;

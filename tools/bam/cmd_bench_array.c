@@ -118,7 +118,11 @@ int bam_bench_array(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'B': backend = optarg; break;
+		case 'B':
+			if (cli_backend_arg("bench --array", optarg))
+				return 2;
+			backend = optarg;
+			break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) target = BAM_TARGET_GPU;
 			else if (!strcmp(optarg, "cpu")) target = BAM_TARGET_CPU;

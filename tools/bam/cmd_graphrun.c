@@ -901,7 +901,11 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			o->mode = (enum gmode)k;
 			break;
 		}
-		case 'B': o->backend = optarg; break;
+		case 'B':
+			if (cli_backend_arg(cmd, optarg))
+				return 2;
+			o->backend = optarg;
+			break;
 		case 'C':
 			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {
 				cli_fail("%s: --cache-size=%s: a size in bytes with an optional K, M, G or T suffix, above 0\n", cmd, optarg);
