@@ -79,6 +79,14 @@ refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" 
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
 if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media file was created"; else pass=$((pass + 1)); echo "ok: the refused media file was not created"; fi
+# the media must not be the graph file itself (it was overwritten, exit 0); media files
+# a failed run created are removed, existing ones kept
+cp "$k" "$W/self.bcsr"
+refuse "emu media = the graph file" "is the graph file" "$BAM" bfs "$W/self.bcsr" --backend=emu:path="$W/self.bcsr"
+refuse "file back end = the graph file" "is the graph file" "$BAM" cc "$W/self.bcsr" --backend=file:"$W/self.bcsr"
+if cmp -s "$k" "$W/self.bcsr"; then pass=$((pass + 1)); echo "ok: the graph file is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file was changed"; fi
+refuse "media too small for the graph" "would end at byte" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
+if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi
 # a back-end string longer than the tools take is refused, not cut (the cut one ran
 # with other settings)
 refuse "a back-end string of 1,040 characters" "is 1040 characters long, at most 960" "$BAM" bfs "$k" \

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 #include "bam/atomic.h"
 #include "cli_util.h"
@@ -23,6 +25,74 @@ int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err
 {
 	cli_fail("%s: --backend=%s: %s\n", cmd, given, err);
 	return rc == -EINVAL ? 2 : 1;
+}
+
+static void media_add(struct cli_media *m, const char *p, size_t len, int idx)
+{
+	if (m->n == CLI_MEDIA_MAX || len >= sizeof(m->path[0]) - 8)
+		return;
+	char *d = m->path[m->n];
+	if (idx >= 0)
+		snprintf(d, sizeof(m->path[0]), "%.*s.%d", (int)len, p, idx);
+	else
+		snprintf(d, sizeof(m->path[0]), "%.*s", (int)len, p);
+	struct stat st;
+	m->created[m->n] = stat(d, &st) != 0 && errno == ENOENT;
+	m->n++;
+}
+
+void cli_media_note(struct cli_media *m, const char *backend)
+{
+	m->n = 0;
+	const char *colon = strchr(backend, ':');
+	if (!colon)
+		return;
+	const int is_file = colon - backend == 4 && !strncmp(backend, "file", 4);
+	const int is_emu = colon - backend == 3 && !strncmp(backend, "emu", 3);
+	const char *epath = NULL;
+	size_t elen = 0;
+	unsigned long count = 1;
+	for (const char *t = colon + 1; *t;) {
+		const char *end = strchr(t, ',');
+		size_t len = end ? (size_t)(end - t) : strlen(t);
+		const char *eq = memchr(t, '=', len);
+		if (eq && (size_t)(eq - t) == 4 && !strncmp(t, "path", 4)) {
+			if (is_file)
+				media_add(m, eq + 1, len - 5, -1);
+			else if (is_emu)
+				epath = eq + 1, elen = len - 5;
+		} else if (eq && is_emu && (size_t)(eq - t) == 5 && !strncmp(t, "count", 5)) {
+			count = strtoul(eq + 1, NULL, 10);
+		} else if (!eq && is_file && len) {
+			media_add(m, t, len, -1);
+		}
+		t += len + (end ? 1 : 0);
+	}
+	if (epath && elen) {
+		if (count > 1 && count <= CLI_MEDIA_MAX)
+			for (unsigned long i = 0; i < count; i++)
+				media_add(m, epath, elen, (int)i);
+		else
+			media_add(m, epath, elen, -1);
+	}
+}
+
+const char *cli_media_same(const struct cli_media *m, int fd)
+{
+	struct stat a, b;
+	if (fstat(fd, &a))
+		return NULL;
+	for (int i = 0; i < m->n; i++)
+		if (!stat(m->path[i], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return m->path[i];
+	return NULL;
+}
+
+void cli_media_forget(const struct cli_media *m)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->created[i])
+			unlink(m->path[i]);
 }
 
 uint32_t cli_backend_count(const char *backend)

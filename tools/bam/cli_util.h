@@ -18,6 +18,21 @@ int cli_backend_arg(const char *cmd, const char *backend);
  * err): prints "cmd: --backend=given: err" and returns the exit status, 2 when the
  * string itself was refused (-EINVAL: unknown back end, key or value), else 1. */
 int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err);
+/* The files a back-end string names: emu's path= (PATH.0 .. PATH.{count-1} when
+ * count > 1) and the file back end's paths. */
+#define CLI_MEDIA_MAX 16
+struct cli_media {
+	int n;
+	char path[CLI_MEDIA_MAX][1040];
+	int created[CLI_MEDIA_MAX]; /* did not exist when noted */
+};
+/* Note the files 'backend' names and which of them do not exist yet. */
+void cli_media_note(struct cli_media *m, const char *backend);
+/* The name of the noted file that is the file open as fd (the same device and
+ * inode), or NULL: a run would overwrite its own input. */
+const char *cli_media_same(const struct cli_media *m, int fd);
+/* After a failed run: remove the noted files the run created. */
+void cli_media_forget(const struct cli_media *m);
 /* Number of controllers an "emu" string asks for (count=), else 1. */
 uint32_t cli_backend_count(const char *backend);
 double cli_now(void);

@@ -392,7 +392,7 @@ static void cmp_print(const struct cmp_out *c, int on_gpu, double iops, double m
 	}
 }
 
-int bam_cmd_bench(int argc, char **argv)
+static int bench_run(int argc, char **argv, struct cli_media *media)
 {
 	struct bench_opts o = {.backend = "emu", .rw_name = "randread", .rw = BENCH_RANDREAD, .rwmix_read = 50,
 			       .bs = 4096, .size = 1ull << 30, .iodepth = 1, .verify = 1, .baseline = 2,
@@ -561,6 +561,7 @@ int bam_cmd_bench(int argc, char **argv)
 #endif
 	if (dbg)
 		fprintf(stderr, "bench: opening %s\n", backend);
+	cli_media_note(media, backend);
 	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));
 	if (rc)
 		return cli_backend_fail("bench", o.backend, rc, err);
@@ -841,4 +842,15 @@ int bam_cmd_bench(int argc, char **argv)
 			cmp_print(&cmp, on_gpu, iops, mbps);
 	}
 	return exit_code;
+}
+
+/* bench_run; media files the run created are removed again if it fails */
+int bam_cmd_bench(int argc, char **argv)
+{
+	static struct cli_media media;
+	media.n = 0;
+	const int rc = bench_run(argc, argv, &media);
+	if (rc)
+		cli_media_forget(&media);
+	return rc;
 }

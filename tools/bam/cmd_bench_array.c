@@ -202,6 +202,8 @@ int bam_bench_array(int argc, char **argv)
 #endif
 	char be[1024];
 	cli_backend_sized(backend, size + line, line, be, sizeof(be));
+	static struct cli_media media; /* media files this run creates go again if it fails */
+	cli_media_note(&media, be);
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers, .timeout_ns = timeout_ms * 1000000ull};
 	struct bam_ctx *ctx;
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
@@ -215,6 +217,7 @@ int bam_bench_array(int argc, char **argv)
 		cli_fail_note("bench --array: creating the cache and the array failed: %s: %s\n", bam_strerror(rc),
 			      bam_ctx_error(ctx));
 		bam_ctx_close(ctx);
+		cli_media_forget(&media);
 		return 1;
 	}
 	if (!quiet)
@@ -312,5 +315,7 @@ out:
 	bam_mem_free(ctx, BAM_MEM_DEVICE, counters);
 	bam_cache_destroy(cache);
 	bam_ctx_close(ctx);
+	if (rc)
+		cli_media_forget(&media);
 	return rc ? 1 : 0;
 }

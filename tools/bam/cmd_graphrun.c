@@ -367,6 +367,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		return 1;
 	}
 	int exit_code = 1;
+	static struct cli_media media; /* (16 KiB: not on the stack) */
+	media.n = 0;
 	struct bam_csr ref = {0};
 	uint64_t *sources = NULL;
 	uint32_t nsrc = 0;
@@ -414,6 +416,17 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		uint64_t lines = (hdr.offsets_bytes + o->line - 1) / o->line / k + 1 + (hdr.edges_bytes + o->line - 1) / o->line / k + 1;
 		char backend[1024];
 		cli_backend_sized(o->backend, lines * o->line * k, o->line, backend, sizeof(backend));
+		/* the media must not be the graph file (the provisioning would overwrite it);
+		 * media files this run creates are removed again if it fails */
+		cli_media_note(&media, backend);
+		const char *same = cli_media_same(&media, fd);
+		if (same) {
+			cli_fail("%s: --backend=%s: %s is the graph file %s itself: its media would overwrite it\n",
+				 do_cc ? "cc" : "bfs", o->backend, same, o->graph);
+			media.n = 0;
+			exit_code = 2;
+			goto out;
+		}
 		struct bam_ctx_opts co = {.target = tgt, .qpairs = o->qpairs, .timeout_ns = o->timeout_ms * 1000000ull,
 					  .ctrl_workers = o->workers};
 		if ((rc = bam_ctx_open(backend, &co, &gm.ctx, err, sizeof(err)))) {
@@ -743,6 +756,8 @@ out:
 		bam_cache_destroy(cache);
 	if (gm.ctx)
 		bam_ctx_close(gm.ctx);
+	if (exit_code)
+		cli_media_forget(&media);
 	state_free(&gm, s1);
 	state_free(&gm, s2);
 	state_free(&gm, s3);
