@@ -87,6 +87,8 @@ refuse "file back end = the graph file" "is the graph file" "$BAM" cc "$W/self.b
 if cmp -s "$k" "$W/self.bcsr"; then pass=$((pass + 1)); echo "ok: the graph file is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file was changed"; fi
 refuse "media too small for the graph" "would end at byte" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
 if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi
+rc=0; "$BAM" graph import "$k" -o "" >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "the output file name is empty" "$W/out"; then pass=$((pass + 1)); echo "ok: import -o with an empty name"; else fail=$((fail + 1)); echo "FAIL: import -o '' (exit $rc)"; cat "$W/out"; fi
 # a back-end string longer than the tools take is refused, not cut (the cut one ran
 # with other settings)
 refuse "a back-end string of 1,040 characters" "is 1040 characters long, at most 960" "$BAM" bfs "$k" \

@@ -23,6 +23,10 @@ int cli_backend_arg(const char *cmd, const char *backend)
 
 int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err)
 {
+	if (rc == -ENODEV) { /* --target=gpu without one: not the back end's fault */
+		cli_fail("%s: %s\n", cmd, err);
+		return 2;
+	}
 	cli_fail("%s: --backend=%s: %s\n", cmd, given, err);
 	return rc == -EINVAL ? 2 : 1;
 }

@@ -16,7 +16,8 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 int cli_backend_arg(const char *cmd, const char *backend);
 /* bam_ctx_open refused the user's --backend value 'given' (rc, the library's message
  * err): prints "cmd: --backend=given: err" and returns the exit status, 2 when the
- * string itself was refused (-EINVAL: unknown back end, key or value), else 1. */
+ * string itself was refused (-EINVAL: unknown back end, key or value), else 1; for
+ * -ENODEV (--target=gpu without a GPU) "cmd: err" and 2. */
 int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err);
 /* The files a back-end string names: emu's path= (PATH.0 .. PATH.{count-1} when
  * count > 1) and the file back end's paths. */

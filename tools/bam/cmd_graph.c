@@ -50,7 +50,8 @@ static void import_usage(FILE *f)
 		"                         snap   '#' comments, 'src dst' per line (tab or space), 0-based,\n"
 		"                                n = largest id + 1\n"
 		"                         mtx    Matrix Market 'coordinate' pattern|integer|real|complex,\n"
-		"                                general|symmetric (symmetric stores both directions), 1-based\n"
+		"                                general|symmetric|skew-symmetric|hermitian (the last three\n"
+		"                                store one triangle: each entry gives both directions), 1-based\n"
 		"                         law    LAW graph-txt: n on line 1, then line i+2 lists the\n"
 		"                                successors of vertex i, 0-based\n"
 		"                         arcs   'src<TAB>dst' per line, 0-based\n"
@@ -253,6 +254,10 @@ static int cmd_import(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":o:f:sldj:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
+			if (!*optarg) {
+				fprintf(stderr, "bam graph: -o: the output file name is empty\n");
+				return EXIT_USAGE;
+			}
 			output = optarg;
 			break;
 		case 'f':
@@ -332,6 +337,10 @@ static int cmd_generate(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":o:sldj:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
+			if (!*optarg) {
+				fprintf(stderr, "bam graph: -o: the output file name is empty\n");
+				return EXIT_USAGE;
+			}
 			output = optarg;
 			break;
 		case OPT_SCALE:
@@ -515,7 +524,17 @@ static int cmd_info(int argc, char **argv)
 	} else {
 		printf("file:          %s\n", path);
 		printf("format:        BAMCSR version %u\n", h.version);
-		printf("source:        %s\n", h.source[0] ? h.source : "(none)");
+		/* the source string comes from the file: its control bytes are shown escaped,
+		 * not sent to the terminal */
+		printf("source:        ");
+		if (!h.source[0])
+			printf("(none)");
+		for (const unsigned char *q = (const unsigned char *)h.source; *q; q++)
+			if (*q < 0x20 || *q == 0x7f)
+				printf("\\x%02x", *q);
+			else
+				putchar(*q);
+		putchar('\n');
 		printf("flags:         0x%x (%s)\n", h.flags, ftxt);
 		printf("vertices:      %" PRIu64 "\n", h.n_vertices);
 		printf("edges:         %" PRIu64 " directed arcs\n", h.n_edges);
