@@ -1047,7 +1047,7 @@ int bam_cmd_demo(int argc, char **argv)
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
 			       "Options as for bam bfs: --backend --cache-size --line-size --sources --seed --frontier --target\n"
-			       "--qpairs --ctrl-workers --timeout-ms --json --quiet\n");
+			       "--qpairs --ctrl-workers --timeout-ms --warps --json --quiet\n");
 			return 0;
 		}
 	int rc = parse_common(argc, argv, &o, "demo");
@@ -1064,6 +1064,15 @@ int bam_cmd_demo(int argc, char **argv)
 	}
 	if (o.mode != MODE_BAM) {
 		cli_fail("demo: runs through bam only (--mode=%s is for bam bfs and bam cc)\n", mode_names[o.mode]);
+		return 2;
+	}
+	/* what can be refused before the import is (the import takes seconds) */
+	int gpu_here = 0;
+#ifdef BAM_HAVE_CUDA
+	gpu_here = o.target != BAM_TARGET_CPU && bam_gpu_available();
+#endif
+	if (o.warps && !gpu_here) {
+		cli_fail("demo: --warps applies to the GPU target (this run is on the CPU target)\n");
 		return 2;
 	}
 	char def[1024];
