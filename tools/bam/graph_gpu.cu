@@ -28,8 +28,9 @@ static int sm_count(void)
 
 /* The walk kernels keep 2 blocks of 256 threads resident per SM (at most 128 registers
  * per thread; they need about 120). More blocks with fewer registers (and spills) were
- * 3-6% faster through bam on the real graphs, but more warps hold more of a small
- * cache's lines at once (results/graph.md, seventh session). */
+ * 3-6% faster through bam on the real graphs, measured while the walks could still
+ * hold lines when waiting for others, which many resident warps turned into -EBUSY on
+ * a small cache (results/graph.md, seventh session); not measured since. */
 #ifndef GV_MIN_BLOCKS /* (a build option for such experiments) */
 #define GV_MIN_BLOCKS 2
 #endif
