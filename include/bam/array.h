@@ -96,10 +96,15 @@ struct bam_cnt_shard {
 	uint64_t prof[6];
 	uint64_t pad[16 - sizeof(struct bam_array_counters) / 8 - 6];
 };
+/* BAM_PROF_T(): a time stamp for the profile (0 in other builds); BAM_PROF(a, k, v):
+ * add v to profile counter k (nothing in other builds, where the code around folds
+ * away) */
 #ifdef BAM_PROFILE_FILL
+#define BAM_PROF_T() bam_time_ns()
 #define BAM_PROF(a, k, v) bam_fetch_add_relaxed_gpu_u64(&(a)->cnt[bam_cnt_shard()].prof[k], (v))
 #else
-#define BAM_PROF(a, k, v) ((void)0)
+#define BAM_PROF_T() ((uint64_t)0)
+#define BAM_PROF(a, k, v) ((void)(v))
 #endif
 
 /* One array as kernels see it. */
@@ -209,13 +214,9 @@ BAM_HD_INLINE int bam_array_line_io_ex(struct bam_array_dev *a, uint64_t l, uint
 		uint64_t lba;
 		struct bam_io io;
 		bam_array_place(a, l, first + r, &ctrl, &lba);
-#ifdef BAM_PROFILE_FILL
-		const uint64_t ps0 = bam_time_ns();
-#endif
+		const uint64_t ps0 = BAM_PROF_T();
 		int rc = bam_dev_io_submit(a->io, ctrl, hint, opc, lba, bytes >> a->lba_shift, addr, prp, &io);
-#ifdef BAM_PROFILE_FILL
-		BAM_PROF(a, 5, bam_time_ns() - ps0);
-#endif
+		BAM_PROF(a, 5, BAM_PROF_T() - ps0);
 		const int queued = rc == 0;
 		if (queued && later && reps == 1) {
 			rc = bam_dev_io_wait_nohelp(&io, status);
@@ -438,9 +439,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 	const uint64_t tag = ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l;
 	uint64_t deadline = 0; /* set on the first slow step: a hit reads no clock */
 	uint32_t iter = 0, seen = 0;
-#ifdef BAM_PROFILE_FILL
-	uint64_t waited = 0;
-#endif
+	uint64_t waited = 0; /* profile: when this thread began to wait for another's fill */
 	for (;;) {
 		/* relaxed: the reference's acquire on the slot's state word orders the reads
 		 * of the line after the fill's release that published it */
@@ -448,12 +447,10 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 		if (e < BAM_XLAT_FILLING) {
 			if (bam_slot_try_get(c, e, tag, n)) {
 				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).hits, 1);
-#ifdef BAM_PROFILE_FILL
 				if (waited) {
-					BAM_PROF(a, 3, bam_time_ns() - waited);
+					BAM_PROF(a, 3, BAM_PROF_T() - waited);
 					BAM_PROF(a, 4, 1);
 				}
-#endif
 				return (int64_t)e;
 			}
 		} else if (e == BAM_XLAT_NONE &&
@@ -461,16 +458,11 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			/* we hold the line lock: fill it */
 			if (!deadline)
 				deadline = bam_time_ns() + a->io->timeout_ns;
-#ifdef BAM_PROFILE_FILL
-			const uint64_t pt0 = bam_time_ns();
-#endif
+			const uint64_t pt0 = BAM_PROF_T();
 			int64_t s = bam_cache_pick_victim(c, deadline);
+			BAM_PROF(a, 0, BAM_PROF_T() - pt0);
 			struct bam_io later;
 			later.qp = NULL;
-#ifdef BAM_PROFILE_FILL
-			const uint64_t pt1 = bam_time_ns();
-			BAM_PROF(a, 0, pt1 - pt0);
-#endif
 			int rc = 0;
 			uint16_t status = 0;
 			if (s < 0) {
@@ -479,13 +471,9 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY); /* keep it, dirty */
 			} else {
 				bam_store_relaxed_u64(&c->tag[s], tag);
-#ifdef BAM_PROFILE_FILL
-				const uint64_t pt2 = bam_time_ns();
-#endif
+				const uint64_t pt2 = BAM_PROF_T();
 				rc = bam_array_line_io_ex(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status, &later);
-#ifdef BAM_PROFILE_FILL
-				BAM_PROF(a, 1, bam_time_ns() - pt2);
-#endif
+				BAM_PROF(a, 1, BAM_PROF_T() - pt2);
 				if (rc) {
 					/* Not published. After an error status the slot goes back
 					 * empty; after a timeout the controller may still write into
@@ -503,11 +491,9 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			 * waiting for this line need not wait for that */
 			if (later.qp)
 				bam_dev_io_help(&later);
-#ifdef BAM_PROFILE_FILL
-			BAM_PROF(a, 2, bam_time_ns() - pt0);
+			BAM_PROF(a, 2, BAM_PROF_T() - pt0);
 			if (waited)
-				BAM_PROF(a, 3, bam_time_ns() - waited);
-#endif
+				BAM_PROF(a, 3, BAM_PROF_T() - waited);
 			if (rc) {
 				bam_dev_record_error(a->io, rc, status);
 				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
@@ -522,10 +508,8 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 		 * this wait's window, and only a device that completes nothing for a whole
 		 * timeout fails it (an absolute bound failed waiters of a line whose filler
 		 * was merely in line). */
-#ifdef BAM_PROFILE_FILL
 		if (!waited)
-			waited = bam_time_ns();
-#endif
+			waited = BAM_PROF_T();
 		const uint32_t pr = a->io->progress ? bam_load_relaxed_u32(a->io->progress) : 0;
 		if (!deadline || pr != seen) {
 			deadline = bam_time_ns() + a->io->timeout_ns;
