@@ -370,6 +370,18 @@ static void write_g1(const char *path)
 		fail_msg("write: %s", err);
 }
 
+/* Write header h over path's with its checksum made valid again (a deliberate change,
+ * not damage). */
+static void write_header(const char *path, struct bam_graph_header *h)
+{
+	h->header_crc32 = 0;
+	h->header_crc32 = (uint32_t)crc32(0, (const Bytef *)h, sizeof(*h));
+	int fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, h, sizeof(*h), 0), (ssize_t)sizeof(*h));
+	close(fd);
+}
+
 static void poke(const char *path, uint64_t off, uint8_t xor_mask)
 {
 	int fd = open(path, O_RDWR);
@@ -432,7 +444,6 @@ static void test_corruption(void **state)
 {
 	struct bam_graph_header h;
 	char err[256];
-	int fd;
 
 	(void)state;
 	/* a flipped bit in the header: crc mismatch */
@@ -481,21 +492,13 @@ static void test_corruption(void **state)
 	write_g1(tmp("c"));
 	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), 0);
 	h.version = 2;
-	h.header_crc32 = 0;
-	h.header_crc32 = (uint32_t)crc32(0, (const Bytef *)&h, sizeof(h));
-	fd = open(tmp("c"), O_WRONLY);
-	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
-	close(fd);
+	write_header(tmp("c"), &h);
 	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), -ENOTSUP);
 	/* a reserved byte that is not zero (with a valid crc): refused, the byte named */
 	write_g1(tmp("c"));
 	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), 0);
 	h.reserved[10] = 0x5a;
-	h.header_crc32 = 0;
-	h.header_crc32 = (uint32_t)crc32(0, (const Bytef *)&h, sizeof(h));
-	fd = open(tmp("c"), O_WRONLY);
-	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
-	close(fd);
+	write_header(tmp("c"), &h);
 	assert_int_equal(bam_graph_header_read(tmp("c"), &h, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "reserved header byte at 0x15a is 0x5a"));
 
