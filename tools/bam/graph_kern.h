@@ -149,6 +149,13 @@ BAM_HD_INLINE int gv_edge(const struct graph_view *g, uint64_t i, uint64_t *u)
 	return rc;
 }
 
+/* Edge i from the edge-array line that h holds (h->first <= i < h->end). */
+BAM_HD_INLINE uint64_t gv_held_edge(const struct graph_view *g, const struct bam_line *h, uint64_t i)
+{
+	return g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
+				: ((const volatile uint64_t *)h->data)[i - h->first];
+}
+
 /* Edge i through the calling thread's line handle h on the edge array: a new line is
  * taken (warp-coalesced among the threads that need one) only when i leaves the held
  * line, so a warp scanning a neighbour list probes the cache once per line, not once
@@ -167,14 +174,22 @@ BAM_HD_INLINE int gv_edge_h(const struct graph_view *g, struct bam_line *h, uint
 		}
 		(*gets)++;
 	}
-	if (g->id_bytes == 4)
-		*u = ((const volatile uint32_t *)h->data)[i - h->first];
-	else
-		*u = ((const volatile uint64_t *)h->data)[i - h->first];
+	*u = gv_held_edge(g, h, i);
 	return 0;
 }
 
 #if BAM_ON_GPU
+/* One step of taking lines one after the other: the lanes of *todo whose line l is the
+ * line of *todo's first lane, taken out of *todo. Every lane of mask calls it, with
+ * the same *todo. */
+BAM_HD_INLINE uint32_t gv_next_line_group(uint32_t mask, uint64_t l, uint32_t *todo)
+{
+	const uint64_t ll = __shfl_sync(mask, l, __ffs(*todo) - 1);
+	const uint32_t grp = __ballot_sync(mask, l == ll) & *todo;
+	*todo &= ~grp;
+	return grp;
+}
+
 /*
  * The GPU form of gv_edge_h for bam arrays: all 32 lanes of the warp call it together,
  * lane k for element i (act 0: none). Lines are taken so that the warp never holds a
@@ -199,8 +214,7 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 	const int in_h = !act || (h->slot >= 0 && i >= h->first && i < h->end);
 	if (__all_sync(full, in_h)) {
 		if (act)
-			*u = g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
-					      : ((const volatile uint64_t *)h->data)[i - h->first];
+			*u = gv_held_edge(g, h, i);
 		return 0;
 	}
 	/* First the lanes that left their lines try to take the new ones if they are
@@ -216,14 +230,11 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 		const uint64_t l = act ? bam_array_line_of(a, i) : ~0ull;
 		uint32_t todo = __ballot_sync(full, act);
 		while (todo) {
-			const uint64_t ll = __shfl_sync(full, l, __ffs(todo) - 1);
-			const uint32_t grp = __ballot_sync(full, l == ll) & todo;
-			todo &= ~grp;
+			const uint32_t grp = gv_next_line_group(full, l, &todo);
 			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get(a, h, i))) {
 				(*gets)++;
 				if (todo) { /* read it now: the line is let go before the next is taken */
-					*u = g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
-							      : ((const volatile uint64_t *)h->data)[i - h->first];
+					*u = gv_held_edge(g, h, i);
 					bam_line_put(a, h);
 					act = 0;
 				}
@@ -235,8 +246,7 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 			return 1;
 	}
 	if (act)
-		*u = g->id_bytes == 4 ? ((const volatile uint32_t *)h->data)[i - h->first]
-				      : ((const volatile uint64_t *)h->data)[i - h->first];
+		*u = gv_held_edge(g, h, i);
 	return 0;
 }
 #endif
@@ -425,9 +435,7 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 	uint32_t todo = act;
 	int rc = 0;
 	while (todo) {
-		const uint64_t ll = __shfl_sync(act, l, __ffs(todo) - 1);
-		const uint32_t grp = __ballot_sync(act, l == ll) & todo;
-		todo &= ~grp;
+		const uint32_t grp = gv_next_line_group(act, l, &todo);
 		if (grp >> lane & 1u)
 			rc = bam_array_warp_read_u64(g->off_a, v, o);
 	}
