@@ -624,8 +624,11 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
 	return s;
 }
 
-/* Line l of a if it is cached now, with n references: the slot, or -EAGAIN (not
- * cached, being filled, or evicted meanwhile) without waiting for anything. */
+/* Line l (a line index, bam_array_line_of) of a, if it is cached now, with n
+ * references taken for the caller (release with bam_slot_put(a->cache, slot, n)):
+ * returns the slot, or -EAGAIN (not cached, being filled, or evicted meanwhile),
+ * without waiting for anything (so it may be called while holding other lines: the
+ * no-hold-and-wait rule of docs/DESIGN.md, "Applications"). Counts a hit. */
 BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n)
 {
 	struct bam_cache_dev *c = a->cache;
@@ -846,7 +849,8 @@ struct bam_line {
 	uint32_t group, leader;   /* bam_line_warp_get: lanes that share the acquisition */
 };
 
-/* The line of the array that element i lies in. */
+/* The index of the cache line (line_size bytes, counted from the array's first byte)
+ * that element i (an element index, not a byte offset) lies in. No range check. */
 BAM_HD_INLINE uint64_t bam_array_line_of(const struct bam_array_dev *a, uint64_t i)
 {
 	return (i << a->elem_shift) >> a->cache->line_shift;

@@ -186,14 +186,17 @@ BAM_HD_INLINE int bam_dev_io_wait(struct bam_io *io, uint16_t *status)
 	return bam_qpair_wait(io->qp, io->cid, io->deadline, status);
 }
 
-/* bam_dev_io_wait that leaves its queue pair's CQ head to the caller: on success the
- * caller must call bam_dev_io_help(io) once it has published what the data was for
- * (bam_qpair_wait_pos). */
+/* bam_dev_io_wait that leaves its queue pair's CQ head to the caller: 0 with the NVMe
+ * status in *status (the caller must then call bam_dev_io_help(io) once it has
+ * published what the data was for), or -ETIMEDOUT (nothing to help). See
+ * bam_qpair_wait_pos. */
 BAM_HD_INLINE int bam_dev_io_wait_nohelp(struct bam_io *io, uint16_t *status)
 {
 	return bam_qpair_wait_pos(io->qp, io->cid, io->deadline, status, &io->cq_pos);
 }
 
+/* Help io's queue pair's CQ head past io's CQE (after bam_dev_io_wait_nohelp returned
+ * 0): a bounded number of tries (bam_qpair_help_head). */
 BAM_HD_INLINE void bam_dev_io_help(const struct bam_io *io)
 {
 	bam_qpair_help_head(io->qp, io->cq_pos);

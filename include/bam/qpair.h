@@ -575,10 +575,13 @@ BAM_HD_INLINE void bam_qpair_help_head(struct bam_qpair *qp, uint32_t p)
 	}
 }
 
-/* bam_qpair_wait without the help: on success *pos is the virtual CQ position of the
- * command's CQE, and the caller must call bam_qpair_help_head(qp, *pos) once it has
- * done what was waiting for the data (the array publishes the line it filled first:
- * the readers waiting for it start a head move earlier, about 6 us on the H200). */
+/* bam_qpair_wait without the help: returns 0 with the status in *status and in *pos
+ * the virtual CQ position (a 32-bit count of CQEs, as cq_head) of the command's CQE,
+ * after which the caller must call bam_qpair_help_head(qp, *pos) once it has done what
+ * was waiting for the data; or -ETIMEDOUT (the CID abandoned, nothing to help). The
+ * array publishes a line it filled before helping: the readers waiting for the line
+ * do not wait for the head move (a fill's I/O in BFS 27 -> 18 us on the H200). NVMe
+ * Base 2.0 section 4.6 for the phase tag it scans with. */
 BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_t deadline, uint16_t *status,
 				     uint32_t *pos);
 
