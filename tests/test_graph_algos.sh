@@ -50,17 +50,36 @@ check "cc $(basename "$g") file back end, 2 files striped" "$BAM" cc "$g" --back
 for f in queue scan; do
   check "bfs $(basename "$g") --frontier=$f" "$BAM" bfs "$g" --frontier=$f --sources=3
 done
+# scan levels shared out by ranges of the edge array instead of ranges of vertices
+for g2 in "${graphs[@]}"; do
+  check "bfs $(basename "$g2") --scan-ranges=edges" "$BAM" bfs "$g2" --scan-ranges=edges --sources=3
+done
+check "bfs $(basename "$g") --frontier=scan --scan-ranges=edges" "$BAM" bfs "$g" --frontier=scan --scan-ranges=edges --sources=3
 # neighbour lists longer than one chunk (4096 edges) are split over warps: a graph with
 # two hubs of 10000 and 5000 neighbours, a path between them and a tail; the run must
-# report that it walked chunks, and still equal the reference
+# report that it walked chunks, and still equal the reference (scan levels by ranges of
+# vertices, the default: edge ranges cut such lists by themselves, checked after)
 awk 'BEGIN { for (i = 1; i <= 10000; i++) print 0, i; for (i = 0; i < 5000; i++) print 20000, 10001 + i;
              print 10000, 15001; print 15001, 20000; for (i = 20000; i < 20100; i++) print i, i + 1 }' >"$W/hubs.txt"
 "$BAM" graph import "$W/hubs.txt" --format=snap --symmetrize -o "$W/hubs.bcsr" --quiet
-for cmd in "bfs --source=5 --frontier=queue" "bfs --source=20050 --frontier=scan" "cc"; do
+for cmd in "bfs --source=5 --frontier=queue" "bfs --source=20050 --frontier=scan --scan-ranges=vertices" "cc"; do
   check "$cmd on two hubs" "$BAM" $cmd "$W/hubs.bcsr"
   c=$("$BAM" $cmd "$W/hubs.bcsr" --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["long_list_chunks"])')
   if [ "${c%.*}" -gt 0 ]; then pass=$((pass + 1)); echo "ok: $cmd walked $c chunks"; else fail=$((fail + 1)); echo "FAIL: $cmd walked no chunks"; fi
 done
+# edge ranges: the edge array (30204 arcs: both directions of 15102 edges) is cut into
+# ranges of a multiple of 32 edges (how many depends on the host threads), the
+# 10000-neighbour list over several of them, each range's vertices into work items
+check "bfs --frontier=scan --scan-ranges=edges on two hubs" "$BAM" bfs "$W/hubs.bcsr" --source=20050 --frontier=scan --scan-ranges=edges
+r=$("$BAM" bfs "$W/hubs.bcsr" --source=20050 --frontier=scan --scan-ranges=edges --json --quiet --target=cpu |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["scan_ranges"], int(d["edge_ranges"]), int(d["edges_per_range"]), int(d["scan_work_items"]))')
+read -r how nr per ni <<<"$r"
+if [ "$how" = edges ] && [ $((per % 32)) -eq 0 ] && [ "$per" -lt 10000 ] && [ $((nr * per)) -ge 30204 ] &&
+  [ $(((nr - 1) * per)) -lt 30204 ] && [ "$ni" -ge "$nr" ]; then
+  pass=$((pass + 1)); echo "ok: edge ranges on two hubs: $nr ranges of $per edges, $ni work items"
+else
+  fail=$((fail + 1)); echo "FAIL: edge ranges on two hubs: $r"
+fi
 # refusals name the real problem
 refuse() { # description, expected text, command...
   local d=$1 want=$2; shift 2

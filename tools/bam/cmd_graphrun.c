@@ -48,6 +48,8 @@ struct gopts {
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	const char *level_loop; /* BFS on the GPU: --level-loop as given, "device" or "host"
 				 * (NULL: not given, the device loop) */
+	int edge_ranges;      /* BFS: --scan-ranges=edges (scan levels walk ranges of the
+			       * edge array instead of ranges of vertices) */
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 };
@@ -93,6 +95,9 @@ struct gres {
 	uint64_t trace_src;      /* that source */
 	const char *level_loop;  /* BFS: "device" or "host" */
 	uint32_t trace_n;
+	uint64_t nparts, part_edges; /* BFS scan levels: edge ranges and edges per range (0: vertex ranges) */
+	uint64_t nranges;        /* their work items (graph_kern.h, GV_RANGE_VERTICES) */
+	double part_s;           /* finding the ranges' first vertices (in compute_s) */
 };
 
 static void usage(FILE *f, const char *cmd)
@@ -132,7 +137,12 @@ static void usage(FILE *f, const char *cmd)
 					  "                     work is in the compute time\n"
 					  "  --level-loop=L     GPU: device (default: the levels run as one CUDA graph, no\n"
 					  "                     host round trip per level) or host (one launch, copy and\n"
-					  "                     synchronisation per level); the CPU target always uses host\n");
+					  "                     synchronisation per level); the CPU target always uses host\n"
+					  "  --scan-ranges=R    how a scan level is shared out among warps: vertices\n"
+					  "                     (default: ranges of n/warps vertices) or edges (ranges of\n"
+					  "                     the edge array, so a warp whose vertices have long lists\n"
+					  "                     gets fewer of them; one sweep over the offsets per run,\n"
+					  "                     counted in the compute time, finds where they start)\n");
 }
 
 /* read a byte range of the graph file */
@@ -169,10 +179,32 @@ static void cpu_bfs_fn(void *arg, uint64_t w)
 static void cpu_range_fn(void *arg, uint64_t t)
 {
 	struct cpu_walk *c = arg;
+	if (c->g->ranges) {
+		walk_part(c->g, c->b, c->c, t, 0, 1);
+		return;
+	}
 	uint64_t first = t * c->per, last = first + c->per < c->g->n ? first + c->per : c->g->n;
 	if (first < last)
 		walk_range(c->g, c->b, c->c, first, last, 0, 1);
 }
+/* the sweep that fills g->part (graph_kern.h, gv_part_vertex): vertices [t * per, ...) */
+static void cpu_part_fn(void *arg, uint64_t t)
+{
+	struct cpu_walk *c = arg;
+	const struct graph_view *g = c->g;
+	struct bam_line h = {0};
+	h.slot = -1;
+	uint64_t s = 0, e = 0;
+	for (uint64_t v = t * c->per; v < (t + 1) * c->per && v < g->n; v++) {
+		if ((v == t * c->per && gv_off(g, &h, v, &s)) || gv_off(g, &h, v + 1, &e))
+			break; /* recorded in g->ctr->error */
+		gv_part_vertex(g, v, s, e);
+		s = e;
+	}
+	if (g->bam)
+		bam_line_put(g->off_a, &h);
+}
+
 static void cpu_chunk_fn(void *arg, uint64_t k)
 {
 	struct cpu_walk *c = arg;
@@ -303,6 +335,97 @@ static void bfs_walk_fail(const char *graph, uint64_t src, uint32_t level, uint3
 	walk_fail("bfs", graph, where, e, n);
 }
 
+/* Cut the edge array into ranges for BFS scan levels (--scan-ranges=edges; graph_kern.h,
+ * walk_part): multiples of GV_RANGE_GRANULE edges, about four per warp the device holds
+ * at once (GPU: 64 per SM; CPU target: 32 per worker); one sweep over the offsets
+ * (through the array in bam mode) finds the vertex where each range starts, and each
+ * range's vertices are cut into work items of at most GV_RANGE_VERTICES. The items go
+ * to target memory (gv->ranges; the caller frees them). Returns 0 or a negative errno
+ * (the error said). */
+static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph, struct gres *r)
+{
+	const uint64_t m = gv->m, nv = gv->n;
+	uint64_t target = (uint64_t)cpu_workers() * 32;
+#ifdef BAM_HAVE_CUDA
+	if (gm->gpu)
+		target = (uint64_t)graph_gpu_sms() * 64;
+#endif
+	uint64_t E = (m + target - 1) / target;
+	E = (E + GV_RANGE_GRANULE - 1) / GV_RANGE_GRANULE * GV_RANGE_GRANULE;
+	if (!m || !E)
+		return 0; /* no edges: vertex ranges (nothing to walk) */
+	const double t0 = cli_now();
+	const uint64_t np = (m + E - 1) / E;
+	uint64_t *part = state_alloc(gm, (np + 1) * 8), *hp = malloc((np + 1) * 8);
+	struct gv_range *items = NULL;
+	int rc = part && hp ? 0 : -ENOMEM;
+	gv->part = part;
+	gv->nparts = np;
+	gv->part_edges = E;
+	struct gv_counters cv = {0};
+	if (!rc)
+		rc = state_put(gm, part + np, &nv, 8);
+	if (rc) {
+	} else if (gm->gpu) {
+#ifdef BAM_HAVE_CUDA
+		rc = graph_gpu_part(gv, &cv);
+#endif
+	} else {
+		struct cpu_walk c = {gv, NULL, NULL, cpu_per(nv)};
+		bam_cpu_launch((nv + c.per - 1) / c.per, cpu_workers(), cpu_part_fn, &c);
+		cv = *gv->ctr;
+	}
+	if (!rc && cv.error) {
+		walk_fail("bfs", graph, "finding the edge ranges: ", cv.error, nv);
+		rc = -(int)cv.error;
+	}
+	if (!rc)
+		rc = state_get(gm, hp, part, (np + 1) * 8);
+	uint64_t ni = 0;
+	for (uint64_t k = 0; !rc && k < np; k++) {
+		const uint64_t last = hp[k + 1] < nv ? hp[k + 1] + 1 : nv;
+		if (hp[k] >= last || last > nv) {
+			cli_fail("bfs: %s: the edge ranges are not in order (range %llu starts at vertex %llu, the next at %llu)\n",
+				 graph, (unsigned long long)k, (unsigned long long)hp[k], (unsigned long long)hp[k + 1]);
+			rc = -EINVAL;
+		}
+		if (!rc)
+			ni += (last - hp[k] + GV_RANGE_VERTICES - 1) / GV_RANGE_VERTICES;
+	}
+	if (!rc && !(items = malloc(ni * sizeof(*items))))
+		rc = -ENOMEM;
+	uint64_t at = 0;
+	for (uint64_t k = 0; !rc && k < np; k++) {
+		const uint64_t last = hp[k + 1] < nv ? hp[k + 1] + 1 : nv, lo = k * E, hi = lo + E < m ? lo + E : m;
+		for (uint64_t x = hp[k]; x < last; x += GV_RANGE_VERTICES)
+			items[at++] = (struct gv_range){x, last - x > GV_RANGE_VERTICES ? x + GV_RANGE_VERTICES : last, lo, hi};
+	}
+	struct gv_range *ti = NULL;
+	if (!rc && !(ti = state_alloc(gm, ni * sizeof(*ti))))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = state_put(gm, ti, items, ni * sizeof(*ti));
+	if (rc == -ENOMEM)
+		cli_fail("bfs: out of memory for the edge ranges (%llu)\n", (unsigned long long)np);
+	else if (rc && rc != -EINVAL && !cv.error)
+		cli_fail("bfs: finding the edge ranges: %s\n", bam_strerror(rc));
+	if (rc && ti) {
+		state_free(gm, ti);
+		ti = NULL;
+	}
+	state_free(gm, part);
+	free(hp);
+	free(items);
+	gv->part = NULL;
+	gv->ranges = ti;
+	gv->nranges = ti ? ni : 0;
+	r->part_s = cli_now() - t0;
+	r->nparts = np;
+	r->nranges = gv->nranges;
+	r->part_edges = E;
+	return rc;
+}
+
 static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 {
 	char err[512];
@@ -377,7 +500,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	struct bam_cache *cache = NULL;
 	struct bam_array *aoff = NULL, *aedge = NULL;
 	struct gv_counters *ctr = NULL;
-	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s5 = NULL;
+	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s5 = NULL, *s6 = NULL;
 
 	/* host CSR for the reference, the source choice and degrees (not timed) */
 	if ((rc = bam_graph_load(o->graph, &ref, err, sizeof(err)))) {
@@ -518,6 +641,13 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	gv.ctr = ctr;
 
 	double compute = 0;
+	if (!do_cc && o->edge_ranges) {
+		rc = part_setup(&gv, &gm, o->graph, r);
+		s6 = (void *)gv.ranges;
+		if (rc)
+			goto out;
+		compute += r->part_s;
+	}
 	if (!do_cc) {
 		struct bfs_state b = {0};
 		b.level = s1 = state_alloc(&gm, n * 4);
@@ -603,10 +733,11 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 						goto out_bfs;
 #endif
 				} else {
-					ctr->next_n = ctr->heavy_n = 0;
+					ctr->next_n = ctr->heavy_n = ctr->range_next = 0;
 					struct cpu_walk c = {&gv, &b, NULL, cpu_per(n)};
 					if (scan)
-						bam_cpu_launch((n + c.per - 1) / c.per, cpu_workers(), cpu_range_fn, &c);
+						bam_cpu_launch(gv.ranges ? gv.nranges : (n + c.per - 1) / c.per, cpu_workers(),
+							       cpu_range_fn, &c);
 					else /* at least 8 frontier vertices per host thread: a thread
 					      * created per vertex of a small level cost more than it */
 						bam_cpu_launch(b.cur_n, b.cur_n / 8 < cpu_workers() ? (uint32_t)(b.cur_n / 8 + 1) : cpu_workers(),
@@ -762,6 +893,7 @@ out:
 	state_free(&gm, s2);
 	state_free(&gm, s3);
 	state_free(&gm, s5);
+	state_free(&gm, s6);
 	state_free(&gm, ctr);
 	if (mem_kind == -2) {
 		free(off_mem);
@@ -809,6 +941,13 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 			cJSON_AddStringToObject(j, "level_loop", r->level_loop ? r->level_loop : "host");
+			cJSON_AddStringToObject(j, "scan_ranges", r->nparts ? "edges" : "vertices");
+			if (r->nparts) {
+				cJSON_AddNumberToObject(j, "edge_ranges", (double)r->nparts);
+				cJSON_AddNumberToObject(j, "scan_work_items", (double)r->nranges);
+				cJSON_AddNumberToObject(j, "edges_per_range", (double)r->part_edges);
+				cJSON_AddNumberToObject(j, "edge_ranges_s", r->part_s);
+			}
 			if (r->trace_n) {
 				cJSON_AddNumberToObject(j, "level_trace_source", (double)r->trace_src);
 				cJSON *a = cJSON_AddArrayToObject(j, "level_trace");
@@ -870,6 +1009,10 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		       r->runs, r->compute_s, r->runs ? r->compute_s / r->runs : 0, r->levels_max, teps,
 		       frontier_names[o->frontier], r->levels_scan, r->levels_queue,
 		       r->level_loop ? r->level_loop : "host");
+	if (!do_cc && r->nparts)
+		printf("  scan levels: %llu edge ranges of %llu edges, %llu work items (making them: %.4f s, in compute)\n",
+		       (unsigned long long)r->nparts, (unsigned long long)r->part_edges, (unsigned long long)r->nranges,
+		       r->part_s);
 	if (r->chunks)
 		printf("  neighbour lists over %u edges: walked as %llu chunks spread over all warps\n", GV_CHUNK,
 		       (unsigned long long)r->chunks);
@@ -900,7 +1043,8 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
-		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -969,6 +1113,14 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			}
 			o->level_loop = optarg;
 			o->bfs_only = "--level-loop";
+			break;
+		case 'R':
+			if (strcmp(optarg, "edges") && strcmp(optarg, "vertices")) {
+				cli_fail("%s: --scan-ranges=%s: expected edges or vertices\n", cmd, optarg);
+				return 2;
+			}
+			o->edge_ranges = !strcmp(optarg, "edges");
+			o->bfs_only = "--scan-ranges";
 			break;
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;

@@ -50,9 +50,24 @@ __global__ void GV_BOUNDS bfs_kernel(struct graph_view g, struct bfs_state b)
 	queue_warps(&g, &b);
 }
 
-/* each warp a contiguous range of vertices (graph_kern.h, walk_range); b or c is NULL */
+/* each warp a contiguous range of vertices (graph_kern.h, walk_range), or with
+ * g->ranges the next work item not yet taken, one after the other until none is left
+ * (walk_part); b or c is NULL */
 __device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
+	if (g->ranges) {
+		const uint32_t lane = threadIdx.x & 31u;
+		while (!gv_failed(g)) {
+			uint64_t r = 0;
+			if (lane == 0)
+				r = bam_fetch_add_relaxed_gpu_u64(&g->ctr->range_next, 1);
+			r = __shfl_sync(0xffffffffu, r, 0);
+			if (r >= g->nranges)
+				break;
+			walk_part(g, b, c, r, lane, 32);
+		}
+		return;
+	}
 	uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint64_t nw = ((uint64_t)gridDim.x * blockDim.x) >> 5;
 	uint64_t per = (g->n + nw - 1) / nw;
@@ -97,6 +112,25 @@ __global__ void cc_flatten_kernel(uint64_t n, struct cc_state c)
 		cc_flatten(&c, v);
 }
 
+/* g->part from one sweep over the offsets: thread per vertex (graph_kern.h,
+ * gv_part_vertex); the lanes of a warp read consecutive offsets, one line access */
+__global__ void GV_BOUNDS part_kernel(struct graph_view g)
+{
+	const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+	for (uint64_t v0 = (uint64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); v0 < g.n; v0 += stride) {
+		const uint64_t v = v0 + (threadIdx.x & 31u);
+		uint64_t s = 0, e = 0;
+		int bad = v <= g.n && gv_off(&g, NULL, v, &s);
+		e = __shfl_down_sync(0xffffffffu, s, 1);
+		if ((threadIdx.x & 31u) == 31u && v < g.n && !bad)
+			bad = gv_off(&g, NULL, v + 1, &e);
+		if (__any_sync(0xffffffffu, bad))
+			break; /* recorded in g.ctr->error */
+		if (v < g.n)
+			gv_part_vertex(&g, v, s, e);
+	}
+}
+
 /* the most blocks of 8 warps a walk kernel runs: --warps, else enough resident warps
  * to keep many I/Os in flight (16 blocks per SM); grid-stride beyond that */
 static unsigned max_blocks(const struct graph_view *g)
@@ -137,11 +171,24 @@ extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state 
 	cudaStream_t s = stream();
 	step_begin(s, g->ctr);
 	if (scan)
-		bfs_scan_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *b);
+		bfs_scan_kernel<<<blocks_for(g, g->ranges ? g->nranges : g->n), 256, 0, s>>>(*g, *b);
 	else
 		bfs_kernel<<<blocks_for(g, b->cur_n), 256, 0, s>>>(*g, *b);
 	bfs_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
 	return step_end(s, g->ctr, out, "BFS");
+}
+
+extern "C" int graph_gpu_sms(void)
+{
+	return sm_count();
+}
+
+extern "C" int graph_gpu_part(const struct graph_view *g, struct gv_counters *out)
+{
+	cudaStream_t s = stream();
+	step_begin(s, g->ctr);
+	part_kernel<<<blocks_for(g, (g->n + 31) / 32), 256, 0, s>>>(*g);
+	return step_end(s, g->ctr, out, "edge-range");
 }
 
 extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out)
@@ -207,6 +254,7 @@ __global__ void loop_end_kernel(struct graph_view g, struct bfs_loop *L, cudaGra
 	L->b.depth++;
 	c->next_n = 0;
 	c->heavy_n = 0;
+	c->range_next = 0;
 	if (!L->b.cur_n || c->error || L->b.depth >= L->max_depth)
 		cudaGraphSetConditional(h, 0);
 }
@@ -276,7 +324,8 @@ extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **hand
 			cudaGraph_t body = p.conditional.phGraph_out[0];
 			void *a2[] = {&r->g, &r->dL}, *a3[] = {&r->g, &r->dL, &r->h};
 			unsigned maxb = max_blocks(g);
-			if (!add_kernel(body, &n0, NULL, (void *)loop_scan_kernel, maxb, 256, a2) &&
+			if (!add_kernel(body, &n0, NULL, (void *)loop_scan_kernel, g->ranges ? blocks_for(g, g->nranges) : maxb,
+					256, a2) &&
 			    !add_kernel(body, &n1, &n0, (void *)loop_queue_kernel, maxb, 256, a2) &&
 			    !add_kernel(body, &n2, &n1, (void *)loop_chunk_kernel, blocks_for(g, g->m / GV_CHUNK + 1), 256, a2) &&
 			    !add_kernel(body, &n3, &n2, (void *)loop_end_kernel, 1, 1, a3) &&
@@ -386,6 +435,7 @@ extern "C" int graph_gpu_prepare(void)
 	cc_kernel<<<1, 32>>>(g, c);
 	cc_chunk_kernel<<<1, 32>>>(g, c);
 	cc_flatten_kernel<<<1, 32>>>(0, c);
+	part_kernel<<<1, 32>>>(g);
 	loop_scan_kernel<<<1, 32>>>(g, NULL);
 	loop_queue_kernel<<<1, 32>>>(g, NULL);
 	loop_chunk_kernel<<<1, 32>>>(g, NULL);

@@ -11,6 +11,11 @@ BAM_EXTERN_C_BEGIN
  * out->next_n is the size of the next frontier (appended to b->next), out->error the
  * first error of any kernel so far. 0 or -EIO (a CUDA error, printed). */
 int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state *b, int scan, struct gv_counters *out);
+/* The GPU's SM count. */
+int graph_gpu_sms(void);
+/* Fill g->part (g->nparts + 1 entries, the last already n) by one sweep over the
+ * offsets (through the array in bam mode); counters as for graph_gpu_bfs_level. */
+int graph_gpu_part(const struct graph_view *g, struct gv_counters *out);
 /* The CC pass: the union-find sweep over all arcs, its chunks of long lists, then the
  * flattening sweep; counters as for graph_gpu_bfs_level. */
 int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out);

@@ -31,6 +31,7 @@
 struct gv_counters {
 	uint64_t next_n;              /* BFS: vertices appended to the next frontier */
 	uint64_t heavy_n;             /* chunks queued in graph_view.heavy */
+	uint64_t range_next;          /* GPU: the next edge range a warp takes (walk_part) */
 	uint32_t error;               /* sticky: the first negative errno, as positive */
 	uint32_t pad;
 };
@@ -38,6 +39,12 @@ struct gv_counters {
 /* A piece of one long neighbour list, [s, e) of the edge array, for vertex v. */
 struct gv_chunk {
 	uint64_t v, s, e;
+};
+
+/* One work item of a BFS scan level: the vertices [first, last), each list cut to the
+ * edges [lo, hi) of the edge array (walk_part). */
+struct gv_range {
+	uint64_t first, last, lo, hi;
 };
 
 struct graph_view {
@@ -54,6 +61,15 @@ struct graph_view {
 	uint32_t max_blocks;          /* GPU: blocks of 8 warps a walk kernel runs at most
 				       * (bam bfs/cc --warps; 0: 16 per SM) */
 	uint32_t pad;
+	/* BFS scan levels: the edge array cut into nparts ranges of part_edges edges (the
+	 * last may be shorter); part[r] (target memory, [nparts + 1], while the ranges are
+	 * made) is the vertex whose list holds edge r * part_edges, part[nparts] = n
+	 * (gv_part_vertex); the walks take the work items ranges[0, nranges) (walk_part).
+	 * ranges NULL: ranges of vertices (walk_range). */
+	uint64_t *part;
+	uint64_t nparts, part_edges;
+	const struct gv_range *ranges;
+	uint64_t nranges;
 };
 
 /* Neighbour lists longer than GV_CHUNK edges are not walked by the warp that finds
@@ -451,10 +467,77 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 	return rc;
 }
 
+#if BAM_ON_GPU
+/*
+ * The lists of one batch of vertices, walked by the whole warp at once: lane j holds
+ * the list [s, e) of vertex base + j (empty: nothing to walk). The lists are laid end
+ * to end (a prefix sum over the lanes) and the warp walks 32 consecutive positions of
+ * that sequence per step, lane k finding the list its position falls in (a binary
+ * search over the lanes' sums), so a step reads 32 edges however short the lists are.
+ * (One list per step, as walk_list does, took a step per list: a warp whose vertices
+ * had short lists took a step, a few dependent memory accesses, for every one of them.)
+ * Lists longer than GV_CHUNK go to the chunk queue first. Adds the edges read to *n,
+ * the lines taken to *gets; returns nonzero, the same in every lane, on error
+ * (recorded in g->ctr->error).
+ */
+BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t base,
+				  uint64_t s, uint64_t e, uint32_t lane, struct bam_line *h, uint32_t *n, uint32_t *gets)
+{
+	const uint32_t full = 0xffffffffu;
+	/* long lists: queued as chunks, one after the other (each call is warp-wide) */
+	uint32_t heavy = __ballot_sync(full, e - s > GV_CHUNK);
+	while (heavy) {
+		const uint32_t j = (uint32_t)(__ffs(heavy) - 1);
+		heavy &= heavy - 1;
+		if (heavy_push(g, base + j, __shfl_sync(full, s, j), __shfl_sync(full, e, j), lane, 32) && lane == j)
+			e = s;
+	}
+	const uint64_t len = e - s;
+	uint64_t inc = len; /* inclusive prefix sum of the lengths */
+	for (uint32_t o = 1; o < 32; o <<= 1) {
+		const uint64_t x = __shfl_up_sync(full, inc, o);
+		if (lane >= o)
+			inc += x;
+	}
+	const uint64_t total = __shfl_sync(full, inc, 31), exc = inc - len;
+	for (uint64_t t = 0; t < total; t += 32) {
+		const uint64_t p = t + lane;
+		const int act = p < total;
+		uint32_t j = 0; /* the first lane whose sum passes p: the lanes whose sum is <= p */
+		for (uint32_t step = 16; step; step >>= 1)
+			if (__shfl_sync(full, inc, j + step - 1) <= p)
+				j += step;
+		const uint64_t i = __shfl_sync(full, s, j) + (p - __shfl_sync(full, exc, j));
+		uint64_t u = 0;
+		if (g->bam) {
+			if (gv_edge_warp(g, h, i, act, &u, gets))
+				return 1;
+		} else if (act) {
+			gv_edge(g, i, &u);
+		}
+		int bad = 0;
+		if (act) {
+			(*n)++;
+			if (u >= g->n) {
+				gv_fail(g, -ERANGE);
+				bad = 1;
+			} else {
+				arc_do(g, b, c, base + j, u);
+			}
+		}
+		if (__any_sync(full, bad))
+			return 1;
+	}
+	return 0;
+}
+#endif
+
 /*
  * One warp (or one CPU thread, wsize 1) walks the vertices of [first, last) in vertex
- * order. CC (c set): every vertex, joined with all its out-neighbours. BFS
- * (b set, "scan" frontier): only the vertices whose level is b->depth, i.e. the
+ * order, each list cut to the edges of [lo, hi) of the edge array (walk_part; 0 and
+ * UINT64_MAX: whole lists, walk_range). CC (c set): every vertex, joined with all its
+ * out-neighbours. BFS (b set, "scan" frontier): only the vertices whose level is
+ * b->depth, i.e. the
  * frontier, found by reading the level array instead of a frontier queue; in vertex
  * order, the neighbour lists are read in edge-array order, so a line of the edge array
  * is fetched about once per level instead of once per frontier vertex in it (the
@@ -469,8 +552,8 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
  * for another (no hold-and-wait among warps, so no deadlock when the cache has fewer
  * lines than warps).
  */
-BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
-			      uint64_t last, uint32_t lane, uint32_t wsize)
+BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
+				 uint64_t last, uint64_t lo, uint64_t hi, uint32_t lane, uint32_t wsize)
 {
 	int bad = 0;
 	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
@@ -510,24 +593,70 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
 		struct bam_line h = {0};
 		h.slot = -1;
 		uint32_t n = 0, gets = 0;
+#if BAM_ON_GPU
+		{ /* lane j: the part of vertex base + j's list in the edge range, if wanted */
+			uint64_t s = ol, e = __shfl_down_sync(0xffffffffu, ol, 1);
+			s = s > lo ? s : lo;
+			e = e < hi ? e : hi;
+			if (lane >= cnt || !(want >> lane & 1u) || s > e)
+				e = s;
+			bad = walk_batch_warp(g, b, c, base, s, e, lane, &h, &n, &gets);
+		}
+#else
 		for (uint32_t j = 0; j < cnt && !bad; j++) {
 			if (!(want >> j & 1u))
 				continue;
 			const uint64_t v = base + j;
-#if BAM_ON_GPU
-			const uint64_t s = __shfl_sync(0xffffffffu, ol, j), e = __shfl_sync(0xffffffffu, ol, j + 1);
-#else
-			const uint64_t s = ob[j], e = ob[j + 1];
-#endif
-			if (heavy_push(g, v, s, e, lane, wsize))
+			uint64_t s = ob[j], e = ob[j + 1];
+			s = s > lo ? s : lo; /* the part of the list in the edge range */
+			e = e < hi ? e : hi;
+			if (s >= e || heavy_push(g, v, s, e, lane, wsize))
 				continue;
 			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets);
-#if BAM_ON_GPU
-			bad = __any_sync(0xffffffffu, bad);
-#endif
 		}
+#endif
 		gv_edges_done(g, &h, n, gets);
 	}
+}
+
+/* walk_vertices over whole lists. */
+BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
+			      uint64_t last, uint32_t lane, uint32_t wsize)
+{
+	walk_vertices(g, b, c, first, last, 0, UINT64_MAX, lane, wsize);
+}
+
+/*
+ * Work item k of g->ranges by one warp or one CPU thread (walk_vertices). The items
+ * cut the edge array into ranges of at most part_edges edges and each range's vertices
+ * into pieces of at most GV_RANGE_VERTICES (cmd_graphrun.c, part_setup): whatever the
+ * degrees, no item holds much more work than another (with ranges of n / warps
+ * vertices, a warp whose vertices have long lists walks more edges than the others).
+ * Not the default: on the H200 it made the host and gpu modes' BFS of the real graphs
+ * faster, but not bam's, and a Kronecker graph's through bam slower (more lines taken
+ * at once than a cache of 1/8 of the edges holds; results/graph.md, gpu-check ranges).
+ */
+BAM_HD_INLINE void walk_part(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
+			     uint32_t lane, uint32_t wsize)
+{
+	const struct gv_range it = g->ranges[k];
+	walk_vertices(g, b, c, it.first, it.last, it.lo, it.hi, lane, wsize);
+}
+
+/* Most vertices in one work item of g->ranges: 8 batches (a run of vertices with empty
+ * lists costs a warp a level-array read per batch even so). */
+#define GV_RANGE_VERTICES (8u * CC_BATCH)
+/* Edge ranges are multiples of this many edges (one step of a warp). */
+#define GV_RANGE_GRANULE 32u
+
+/* The entries of g->part that vertex v, whose list is [s, e), is the answer for: the
+ * ranges that start inside its list (none for an empty list). The sweep over all
+ * vertices (graph_gpu_part, the CPU target's cpu_part_fn) writes each entry once. */
+BAM_HD_INLINE void gv_part_vertex(const struct graph_view *g, uint64_t v, uint64_t s, uint64_t e)
+{
+	const uint64_t E = g->part_edges;
+	for (uint64_t r = (s + E - 1) / E; r * E < e && r < g->nparts; r++)
+		g->part[r] = v;
 }
 
 /* Root of x without changing any label: the flattening's find. */
