@@ -632,9 +632,10 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
  * into pieces of at most GV_RANGE_VERTICES (cmd_graphrun.c, part_setup): whatever the
  * degrees, no item holds much more work than another (with ranges of n / warps
  * vertices, a warp whose vertices have long lists walks more edges than the others).
- * Not the default: on the H200 it made the host and gpu modes' BFS of the real graphs
- * faster, but not bam's, and a Kronecker graph's through bam slower (more lines taken
- * at once than a cache of 1/8 of the edges holds; results/graph.md, gpu-check ranges).
+ * Not the default: on the H200 it made the BFS of cnr-2000 1.6x faster in host mode
+ * and 1.1x in gpu mode, but not through bam, and a Kronecker graph's through bam 1.2x
+ * slower (more lines taken at once than a cache of 1/8 of the edges holds;
+ * results/graph.md, gpu-check stage ranges).
  */
 BAM_HD_INLINE void walk_part(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
 			     uint32_t lane, uint32_t wsize)
