@@ -136,6 +136,16 @@ else
   fail=$((fail + 1)); echo "FAIL: import over its input"; cat "$W/out"
 fi
 refuse "bench --array: a stray argument" "unexpected argument" "$BAM" bench --array "$W/typo"
+# bench --array on a controller that stops answering: the threads stop at their first
+# timeout (one timeout per read took minutes), the run says so and exits 1
+rc=0; "$BAM" bench --array --size=64M --cache-size=1M --threads=64 --steps=100 --backend=emu:stop_after=100 \
+  --timeout-ms=500 --json --quiet >"$W/out" 2>"$W/err" || rc=$?
+na=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["reads_not_attempted"]))' "$W/out" 2>/dev/null || echo 0)
+if [ "$rc" -eq 1 ] && [ "$na" -gt 0 ] && grep -q "a read timed out: the run stopped" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: bench --array stops after a timeout ($na reads not attempted)"
+else
+  fail=$((fail + 1)); echo "FAIL: bench --array on a stopped controller (exit $rc, $na reads not attempted)"; cat "$W/out" "$W/err"
+fi
 refuse "demo: one INPUT at most" "one INPUT at most" "$BAM" demo "$W/in0.snap" "$W/extra"
 refuse "demo: bam only" "runs through bam only" "$BAM" demo "$W/in0.snap" --mode=gpu
 check "--backend= (empty): the default emu" "$BAM" bfs "$k" --backend= --sources=2

@@ -26,7 +26,17 @@ struct abench_args {
 	uint32_t coalesce;
 	uint64_t *bad;        /* wrong values seen */
 	uint64_t *errs;       /* failed reads */
+	uint64_t *skipped;    /* reads not attempted: the device had timed out */
 };
+
+/* A read timed out on the array's device (bam_dev_record_error): every read after it
+ * would wait out the timeout too (a controller that stopped answering cost one timeout
+ * per read, minutes under --quiet), so a thread stops at its own timeout and a thread
+ * that starts after one does not begin. */
+BAM_HD_INLINE int abench_timed_out(const struct abench_args *g)
+{
+	return bam_load_relaxed_u32(&g->a->io->error) == ETIMEDOUT;
+}
 
 BAM_HD_INLINE uint64_t abench_value(uint64_t i)
 {
@@ -34,8 +44,8 @@ BAM_HD_INLINE uint64_t abench_value(uint64_t i)
 }
 
 /* One element read of AB_HOT/AB_RANDOM/AB_WARP step k: counts a failed read or a
- * wrong value. */
-BAM_HD_INLINE void abench_step(const struct abench_args *g, uint64_t tid, uint64_t warp, uint64_t k,
+ * wrong value. Returns the read's result (0 or a negative errno). */
+BAM_HD_INLINE int abench_step(const struct abench_args *g, uint64_t tid, uint64_t warp, uint64_t k,
 			       uint64_t *bad, uint64_t *errs)
 {
 	uint64_t i;
@@ -53,6 +63,7 @@ BAM_HD_INLINE void abench_step(const struct abench_args *g, uint64_t tid, uint64
 		(*errs)++;
 	else if (v != abench_value(i))
 		(*bad)++;
+	return rc;
 }
 
 /* AB_SCAN: per step the warp takes one line of the working set with one coalesced
@@ -60,7 +71,7 @@ BAM_HD_INLINE void abench_step(const struct abench_args *g, uint64_t tid, uint64
  * elements per round of the warp; every value is checked. Line index: consecutive warps take
  * consecutive lines, the whole grid moves on by its warp count each step. */
 BAM_HD_INLINE void abench_scan(const struct abench_args *g, uint64_t tid, uint32_t lane, uint32_t wsize,
-			       uint64_t *bad, uint64_t *errs)
+			       uint64_t *bad, uint64_t *errs, uint64_t *skipped)
 {
 	const uint64_t per = (uint64_t)g->a->cache->line_size >> g->a->elem_shift;
 	const uint64_t ws_lines = (g->ws + per - 1) / per;
@@ -68,8 +79,13 @@ BAM_HD_INLINE void abench_scan(const struct abench_args *g, uint64_t tid, uint32
 	for (uint64_t k = 0; k < g->steps; k++) {
 		uint64_t first = ((warp + k * warps) % ws_lines) * per;
 		struct bam_line h = {0};
-		if (bam_line_warp_get(g->a, &h, first + lane)) {
+		const int rc = bam_line_warp_get(g->a, &h, first + lane);
+		if (rc) {
 			(*errs)++;
+			if (rc == -ETIMEDOUT) {
+				*skipped = g->steps - k - 1;
+				return;
+			}
 			continue;
 		}
 		const volatile uint64_t *v = (const volatile uint64_t *)h.data;
@@ -84,16 +100,23 @@ BAM_HD_INLINE void abench_scan(const struct abench_args *g, uint64_t tid, uint32
 BAM_HD_INLINE void abench_thread(const struct abench_args *g, uint64_t tid, uint32_t lane, uint32_t wsize)
 {
 	uint64_t warp = tid / wsize;
-	uint64_t bad = 0, errs = 0;
-	if (g->pattern == AB_SCAN)
-		abench_scan(g, tid, lane, wsize, &bad, &errs);
+	uint64_t bad = 0, errs = 0, skipped = 0;
+	if (abench_timed_out(g))
+		skipped = g->steps;
+	else if (g->pattern == AB_SCAN)
+		abench_scan(g, tid, lane, wsize, &bad, &errs, &skipped);
 	else
 		for (uint64_t k = 0; k < g->steps; k++)
-			abench_step(g, tid, warp, k, &bad, &errs);
+			if (abench_step(g, tid, warp, k, &bad, &errs) == -ETIMEDOUT) {
+				skipped = g->steps - k - 1;
+				break;
+			}
 	if (bad)
 		bam_fetch_add_relaxed_gpu_u64(g->bad, bad);
 	if (errs)
 		bam_fetch_add_relaxed_gpu_u64(g->errs, errs);
+	if (skipped)
+		bam_fetch_add_relaxed_gpu_u64(g->skipped, skipped);
 }
 
 #endif

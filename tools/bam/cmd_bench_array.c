@@ -225,9 +225,10 @@ int bam_bench_array(int argc, char **argv)
 	struct fill f = {.arr = arr, .n = n, .chunk = 1u << 20};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bam_cpu_launch((n + f.chunk - 1) / f.chunk, (uint32_t)(ncpu > 0 ? ncpu : 2), fill_fn, &f);
-	uint64_t *counters = bam_mem_alloc(ctx, BAM_MEM_DEVICE, 16);
+	uint64_t *counters = bam_mem_alloc(ctx, BAM_MEM_DEVICE, 24);
 	struct abench_args a = {.a = bam_array_dev(arr), .n_elems = n, .ws = ws_elems, .threads = threads, .steps = steps,
-				.seed = 42, .pattern = pattern, .coalesce = coalesce, .bad = counters, .errs = counters + 1};
+				.seed = 42, .pattern = pattern, .coalesce = coalesce, .bad = counters, .errs = counters + 1,
+				.skipped = counters + 2};
 	double secs = 0;
 	if (f.rc || !counters) {
 		cli_fail("bench --array: setup failed\n");
@@ -245,8 +246,8 @@ int bam_bench_array(int argc, char **argv)
 	}
 	if ((rc = run_kernel(ctx, &a, &secs)))
 		goto out;
-	uint64_t res[2];
-	bam_mem_copy(ctx, res, counters, 16);
+	uint64_t res[3];
+	bam_mem_copy(ctx, res, counters, 24);
 	struct bam_array_stats st;
 	bam_array_stats(arr, &st);
 	double reads = (double)threads * (double)steps;
@@ -277,13 +278,14 @@ int bam_bench_array(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "io_amplification", st.amplification);
 		cJSON_AddNumberToObject(j, "wrong_values", (double)res[0]);
 		cJSON_AddNumberToObject(j, "errors", (double)res[1]);
+		cJSON_AddNumberToObject(j, "reads_not_attempted", (double)res[2]);
 		if (base_bps > 0) {
 			cJSON_AddNumberToObject(j, "hbm_GBps", base_bps / 1e9);
 			cJSON_AddNumberToObject(j, "ratio_to_hbm", bw / base_bps);
 		}
 		if (res[0] || res[1]) { /* exit status 1: the error object as after any failure */
-			cli_fail_note("bench --array: %llu wrong values, %llu errors\n", (unsigned long long)res[0],
-				      (unsigned long long)res[1]);
+			cli_fail_note("bench --array: %llu wrong values, %llu errors%s\n", (unsigned long long)res[0],
+				      (unsigned long long)res[1], res[2] ? " (a read timed out: the run stopped)" : "");
 			cJSON_AddItemToObject(j, "error", cli_json_error(1));
 			cli_json_printed();
 		}
@@ -307,6 +309,9 @@ int bam_bench_array(int argc, char **argv)
 			printf("  (the working set was read once before the timed run: these are hits)\n");
 		bam_array_stats_print(stdout, "array", &st);
 		printf("  wrong values=%llu errors=%llu\n", (unsigned long long)res[0], (unsigned long long)res[1]);
+		if (res[2])
+			printf("  a read timed out: the run stopped, %llu reads not attempted (the rates above are not\n"
+			       "  a measurement)\n", (unsigned long long)res[2]);
 		if (base_bps > 0)
 			printf("  HBM read %.1f GB/s -> cache hits / HBM = %.3f\n", base_bps / 1e9, bw / base_bps);
 	}
