@@ -117,6 +117,12 @@ refuse "emu count with a sign" "bad value '+2' for key 'count'" "$BAM" bfs "$k" 
 refuse "emu err_rate nan" "bad value 'nan' for key 'err_rate'" "$BAM" bfs "$k" --backend=emu:err_rate=nan
 refuse "emu delay_us negative" "bad value '-5' for key 'delay_us'" "$BAM" bfs "$k" --backend=emu:delay_us=-5
 refuse "emu media file in a missing directory" "its directory does not exist" "$BAM" bfs "$k" --backend=emu:path="$W/no/dir/m.img",size=1M
+# a directory as media is a bad setting for both back ends: exit 2, said as such
+for be in "emu:path=$W" "file:$W"; do
+  rc=0; "$BAM" bfs "$k" --backend="$be" --quiet >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "is a directory" "$W/out"; then pass=$((pass + 1)); echo "ok: ${be%%:*} media is a directory: exit 2"
+  else fail=$((fail + 1)); echo "FAIL: ${be%%:*} media is a directory (exit $rc)"; cat "$W/out"; fi
+done
 head -c 100 /dev/zero >"$W/tiny.img"
 refuse "emu media file smaller than an LBA" "holds 100 bytes, less than one 512-byte LBA" "$BAM" bfs "$k" --backend=emu:path="$W/tiny.img"
 # a media file the open created but could not size (9000000 TiB: more than any file system or off_t allows)

@@ -197,6 +197,10 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			hc->created = strdup(path);
 		else if (!e->cfg.size || errno == EEXIST)
 			hc->fd = open(path, O_RDWR);
+		if (hc->fd < 0 && errno == EISDIR) { /* a bad setting, as for the file back end */
+			snprintf(err, errlen, "emu: media file %s is a directory", path);
+			return -EINVAL;
+		}
 		if (hc->fd < 0) {
 			int rc = -errno;
 			snprintf(err, errlen, "emu: media file %s: %s%s", path, strerror(errno),
@@ -204,7 +208,11 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			return rc;
 		}
 		struct stat st;
-		fstat(hc->fd, &st);
+		if (fstat(hc->fd, &st)) {
+			int rc = -errno;
+			snprintf(err, errlen, "emu: media file %s: fstat: %s", path, strerror(errno));
+			return rc;
+		}
 		if (!S_ISREG(st.st_mode)) {
 			snprintf(err, errlen, "emu: media file %s is not a regular file", path);
 			return -EINVAL;
