@@ -31,7 +31,7 @@
 struct gv_counters {
 	uint64_t next_n;              /* BFS: vertices appended to the next frontier */
 	uint64_t heavy_n;             /* chunks queued in graph_view.heavy */
-	uint64_t range_next;          /* GPU: the next edge range a warp takes (walk_part) */
+	uint64_t range_next;          /* GPU: the next work item a warp takes (walk_part) */
 	uint32_t error;               /* sticky: the first negative errno, as positive */
 	uint32_t pad;
 };
@@ -537,20 +537,20 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
  * order, each list cut to the edges of [lo, hi) of the edge array (walk_part; 0 and
  * UINT64_MAX: whole lists, walk_range). CC (c set): every vertex, joined with all its
  * out-neighbours. BFS (b set, "scan" frontier): only the vertices whose level is
- * b->depth, i.e. the
- * frontier, found by reading the level array instead of a frontier queue; in vertex
- * order, the neighbour lists are read in edge-array order, so a line of the edge array
- * is fetched about once per level instead of once per frontier vertex in it (the
- * queue's discovery order is random). A warp owns a contiguous range, so concurrent
- * warps touch different lines (their misses overlap instead of queueing behind one
- * fill). Per batch of up to CC_BATCH vertices the warp reads the batch's offsets at
- * once (lane k: off[base + k]; skipped when no vertex of the batch is wanted) and
- * shares them with __shfl_sync; then it walks the wanted neighbour lists through one
- * line handle per thread, so the cache is probed about once per line rather than once
- * per vertex. Lists longer than GV_CHUNK go to the chunk queue. The handle is dropped
- * before the next batch's offsets are read: a warp never holds a line while it waits
- * for another (no hold-and-wait among warps, so no deadlock when the cache has fewer
- * lines than warps).
+ * b->depth, i.e. the frontier, found by reading the level array instead of a frontier
+ * queue; in vertex order, the neighbour lists are read in edge-array order, so a line of
+ * the edge array is fetched about once per level instead of once per frontier vertex in
+ * it (the queue's discovery order is random). A warp owns a contiguous range, so
+ * concurrent warps touch different lines (their misses overlap instead of queueing
+ * behind one fill). Per batch of up to CC_BATCH vertices the warp reads the batch's
+ * offsets at once (lane k: off[base + k]; skipped when no vertex of the batch is
+ * wanted); then it walks the wanted neighbour lists through one line handle per thread,
+ * so the cache is probed about once per line rather than once per vertex: on the GPU
+ * all of them end to end, 32 edges per step (walk_batch_warp), on the CPU target one
+ * after the other. Lists longer than GV_CHUNK go to the chunk queue. The handle is
+ * dropped before the next batch's offsets are read: a warp never holds a line while it
+ * waits for another (no hold-and-wait among warps, so no deadlock when the cache has
+ * fewer lines than warps).
  */
 BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
 				 uint64_t last, uint64_t lo, uint64_t hi, uint32_t lane, uint32_t wsize)
