@@ -80,6 +80,17 @@ if [ "$how" = edges ] && [ $((per % 32)) -eq 0 ] && [ "$per" -lt 10000 ] && [ $(
 else
   fail=$((fail + 1)); echo "FAIL: edge ranges on two hubs: $r"
 fi
+# vertices without out-arcs after the last arc's are in no work item (one arc from
+# vertex 0 of 200000 vertices: one item), and --frontier=queue makes no ranges
+echo "0 199999" >"$W/one.txt"
+"$BAM" graph import "$W/one.txt" -o "$W/one.bcsr" --quiet
+check "bfs --scan-ranges=edges, one arc of 200000 vertices" "$BAM" bfs "$W/one.bcsr" --source=0 --frontier=scan --scan-ranges=edges
+r=$("$BAM" bfs "$W/one.bcsr" --source=0 --frontier=scan --scan-ranges=edges --json --quiet --target=cpu |
+  python3 -c 'import json,sys; print(int(json.load(sys.stdin)["scan_work_items"]))')
+q=$("$BAM" bfs "$W/one.bcsr" --source=0 --frontier=queue --scan-ranges=edges --json --quiet --target=cpu |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["scan_ranges"])')
+if [ "$r" = 1 ] && [ "$q" = vertices ]; then pass=$((pass + 1)); echo "ok: edge ranges end at the last arc; none for queue levels"
+else fail=$((fail + 1)); echo "FAIL: edge ranges: $r work items (want 1), queue: $q"; fi
 # refusals name the real problem
 refuse() { # description, expected text, command...
   local d=$1 want=$2; shift 2

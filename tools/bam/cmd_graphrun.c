@@ -142,7 +142,8 @@ static void usage(FILE *f, const char *cmd)
 					  "                     (default: ranges of n/warps vertices) or edges (ranges of\n"
 					  "                     the edge array, so a warp whose vertices have long lists\n"
 					  "                     gets fewer of them; one sweep over the offsets per run,\n"
-					  "                     counted in the compute time, finds where they start)\n");
+					  "                     counted in the compute time, finds where they start; a\n"
+					  "                     graph without edges or --frontier=queue: no ranges)\n");
 }
 
 /* read a byte range of the graph file */
@@ -382,8 +383,11 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 	if (!rc)
 		rc = state_get(gm, hp, part, (np + 1) * 8);
 	uint64_t ni = 0;
+	/* range k: from part[k] to part[k + 1], which its list may start in; the last range
+	 * up to part[np], the vertex after the last edge's */
+#define PART_LAST(k) ((k) + 1 == np ? hp[np] : hp[(k) + 1] + 1)
 	for (uint64_t k = 0; !rc && k < np; k++) {
-		const uint64_t last = hp[k + 1] < nv ? hp[k + 1] + 1 : nv;
+		const uint64_t last = PART_LAST(k);
 		if (hp[k] >= last || last > nv) {
 			cli_fail("bfs: %s: the edge ranges are not in order (range %llu starts at vertex %llu, the next at %llu)\n",
 				 graph, (unsigned long long)k, (unsigned long long)hp[k], (unsigned long long)hp[k + 1]);
@@ -396,10 +400,11 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 		rc = -ENOMEM;
 	uint64_t at = 0;
 	for (uint64_t k = 0; !rc && k < np; k++) {
-		const uint64_t last = hp[k + 1] < nv ? hp[k + 1] + 1 : nv, lo = k * E, hi = lo + E < m ? lo + E : m;
+		const uint64_t last = PART_LAST(k), lo = k * E, hi = lo + E < m ? lo + E : m;
 		for (uint64_t x = hp[k]; x < last; x += GV_RANGE_VERTICES)
 			items[at++] = (struct gv_range){x, last - x > GV_RANGE_VERTICES ? x + GV_RANGE_VERTICES : last, lo, hi};
 	}
+#undef PART_LAST
 	struct gv_range *ti = NULL;
 	if (!rc && !(ti = state_alloc(gm, ni * sizeof(*ti))))
 		rc = -ENOMEM;
@@ -641,7 +646,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	gv.ctr = ctr;
 
 	double compute = 0;
-	if (!do_cc && o->edge_ranges) {
+	if (!do_cc && o->edge_ranges && o->frontier != FRONTIER_QUEUE) { /* (no scan level: no ranges) */
 		rc = part_setup(&gv, &gm, o->graph, r);
 		s6 = (void *)gv.ranges;
 		if (rc)

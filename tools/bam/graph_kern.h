@@ -63,8 +63,9 @@ struct graph_view {
 	uint32_t pad;
 	/* BFS scan levels: the edge array cut into nparts ranges of part_edges edges (the
 	 * last may be shorter); part[r] (target memory, [nparts + 1], while the ranges are
-	 * made) is the vertex whose list holds edge r * part_edges, part[nparts] = n
-	 * (gv_part_vertex); the walks take the work items ranges[0, nranges) (walk_part).
+	 * made) is the vertex whose list holds edge r * part_edges, part[nparts] the vertex
+	 * after the one that holds the last edge (gv_part_vertex); the walks take the work
+	 * items ranges[0, nranges) (walk_part).
 	 * ranges NULL: ranges of vertices (walk_range). */
 	uint64_t *part;
 	uint64_t nparts, part_edges;
@@ -651,13 +652,17 @@ BAM_HD_INLINE void walk_part(const struct graph_view *g, struct bfs_state *b, st
 #define GV_RANGE_GRANULE 32u
 
 /* The entries of g->part that vertex v, whose list is [s, e), is the answer for: the
- * ranges that start inside its list (none for an empty list). The sweep over all
- * vertices (graph_gpu_part, the CPU target's cpu_part_fn) writes each entry once. */
+ * ranges that start inside its list (none for an empty list), and part[nparts] = v + 1
+ * if its list holds the last edge (the vertices after it have none: the last range
+ * ends there). The sweep over all vertices (graph_gpu_part, the CPU target's
+ * cpu_part_fn) writes each entry once. */
 BAM_HD_INLINE void gv_part_vertex(const struct graph_view *g, uint64_t v, uint64_t s, uint64_t e)
 {
 	const uint64_t E = g->part_edges;
 	for (uint64_t r = (s + E - 1) / E; r * E < e && r < g->nparts; r++)
 		g->part[r] = v;
+	if (s < e && e == g->m)
+		g->part[g->nparts] = v + 1;
 }
 
 /* Root of x without changing any label: the flattening's find. */
