@@ -29,13 +29,16 @@ struct abench_args {
 	uint64_t *skipped;    /* reads not attempted: the device had timed out */
 };
 
-/* A read timed out on the array's device (bam_dev_record_error): every read after it
- * would wait out the timeout too (a controller that stopped answering cost one timeout
- * per read, minutes under --quiet), so a thread stops at its own timeout and a thread
- * that starts after one does not begin. */
-BAM_HD_INLINE int abench_timed_out(const struct abench_args *g)
+/* A read on the array's device waited out the timeout: -ETIMEDOUT (no completion) or
+ * -EBUSY (no cache slot came free; after timeouts every slot may be retired), its own
+ * (rc) or any thread's first error (bam_dev_record_error). Every read after it would
+ * wait that long too (a controller that stopped answering cost one timeout per read,
+ * minutes under --quiet), so a thread stops at a failed read when this holds, and a
+ * thread that starts after one does not begin. */
+BAM_HD_INLINE int abench_timed_out(const struct abench_args *g, int rc)
 {
-	return bam_load_relaxed_u32(&g->a->io->error) == ETIMEDOUT;
+	const uint32_t e = bam_load_relaxed_u32(&g->a->io->error);
+	return rc == -ETIMEDOUT || rc == -EBUSY || e == ETIMEDOUT || e == EBUSY;
 }
 
 BAM_HD_INLINE uint64_t abench_value(uint64_t i)
@@ -82,7 +85,7 @@ BAM_HD_INLINE void abench_scan(const struct abench_args *g, uint64_t tid, uint32
 		const int rc = bam_line_warp_get(g->a, &h, first + lane);
 		if (rc) {
 			(*errs)++;
-			if (rc == -ETIMEDOUT) {
+			if (abench_timed_out(g, rc)) {
 				*skipped = g->steps - k - 1;
 				return;
 			}
@@ -101,16 +104,18 @@ BAM_HD_INLINE void abench_thread(const struct abench_args *g, uint64_t tid, uint
 {
 	uint64_t warp = tid / wsize;
 	uint64_t bad = 0, errs = 0, skipped = 0;
-	if (abench_timed_out(g))
+	if (abench_timed_out(g, 0))
 		skipped = g->steps;
 	else if (g->pattern == AB_SCAN)
 		abench_scan(g, tid, lane, wsize, &bad, &errs, &skipped);
 	else
-		for (uint64_t k = 0; k < g->steps; k++)
-			if (abench_step(g, tid, warp, k, &bad, &errs) == -ETIMEDOUT) {
+		for (uint64_t k = 0; k < g->steps; k++) {
+			const int rc = abench_step(g, tid, warp, k, &bad, &errs);
+			if (rc && abench_timed_out(g, rc)) {
 				skipped = g->steps - k - 1;
 				break;
 			}
+		}
 	if (bad)
 		bam_fetch_add_relaxed_gpu_u64(g->bad, bad);
 	if (errs)
