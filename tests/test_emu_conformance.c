@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <pthread.h>
 #include "bam/bam.h"
@@ -330,6 +331,25 @@ static void test_bad_backend_strings(void **state)
 	assert_int_equal(bam_ctx_open("emu:lba=1000", &o, &ctx, err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_ctx_open("emu:colour=blue", &o, &ctx, err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_ctx_open("emu:err_rate=2", &o, &ctx, err, sizeof(err)), -EINVAL);
+	/* the same strings refused by the parse-only check, with the same messages; good
+	 * ones pass it without anything being opened or created */
+	assert_int_equal(bam_backend_check("nosuch:x", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown back end 'nosuch'"));
+	assert_int_equal(bam_backend_check("emu:profile=floppy", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown profile"));
+	assert_int_equal(bam_backend_check("emu:colour=blue", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown key 'colour'"));
+	assert_int_equal(bam_backend_check("emu:media=file", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "needs path=FILE"));
+	assert_int_equal(bam_backend_check("emu:size=1000,lba=512", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_backend_check("file:", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no file named"));
+	assert_int_equal(bam_backend_check("file:/x,qd=0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_backend_check(NULL, NULL, 0), 0);
+	assert_int_equal(bam_backend_check("emu:profile=optane-p5800x,count=4", err, sizeof(err)), 0);
+	assert_int_equal(bam_backend_check("emu:media=file,path=/nonexistent-dir/m.img,size=1M", err, sizeof(err)), 0);
+	assert_int_equal(access("/nonexistent-dir/m.img", F_OK), -1);
+	assert_int_equal(bam_backend_check("file:/nonexistent-dir/f.img,size=1M", err, sizeof(err)), 0);
 	o.queue_depth = 1000;
 	assert_int_equal(bam_ctx_open("emu", &o, &ctx, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "power of two"));

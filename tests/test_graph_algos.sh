@@ -164,6 +164,11 @@ else
   fail=$((fail + 1)); echo "FAIL: bench --array on a stopped controller (exit $rc, $na reads not attempted)"; cat "$W/out" "$W/err"
 fi
 refuse "demo: one INPUT at most" "one INPUT at most" "$BAM" demo "$W/in0.snap" "$W/extra"
+# demo refuses a bad --backend before the import (which takes seconds), exit 2
+rc=0; "$BAM" demo "$W/in0.snap" --backend=emu:colour=blue >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "unknown key 'colour'" "$W/out" && ! grep -q "importing" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: demo refuses a bad --backend before importing"
+else fail=$((fail + 1)); echo "FAIL: demo with a bad --backend (exit $rc)"; cat "$W/out"; fi
 refuse "demo: bam only" "runs through bam only" "$BAM" demo "$W/in0.snap" --mode=gpu
 check "--backend= (empty): the default emu" "$BAM" bfs "$k" --backend= --sources=2
 # an option that needs a value, given last, says so (the --json pre-pass reordered argv,

@@ -30,6 +30,9 @@ struct bam_backend_ops {
 	 * Sets *priv and *n_ctrl. Returns 0 or a negative errno with a message in err. */
 	int (*open)(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl,
 		    char *err, size_t errlen);
+	/* Optional: parse 'args' as open would, touching nothing (no file opened or
+	 * created, no memory kept). 0, or -EINVAL with the message open would give. */
+	int (*check)(const char *args, char *err, size_t errlen);
 	/* Execute one admin command synchronously on controller c (the admin queue of a
 	 * real controller; 'data' is a 4096-byte host buffer for Identify). Fills *cqe. */
 	int (*admin)(void *priv, uint32_t c, const struct nvme_sqe *sqe, void *data,

@@ -361,6 +361,36 @@ nomem:
 
 /* ---- open / close -------------------------------------------------------------- */
 
+/* The back end a back-end string names ("" or NULL: emu) and, in *args, the text after
+ * its "name:"; NULL with the message in err (not NULL) if none is registered. */
+static const struct bam_backend_ops *backend_of(const char *backend, const char **args, char *err, size_t errlen)
+{
+	if (!backend || !*backend)
+		backend = "emu";
+	const char *colon = strchr(backend, ':');
+	size_t nlen = colon ? (size_t)(colon - backend) : strlen(backend);
+	const struct bam_backend_ops *ops = bam_backend_find(backend, nlen);
+	if (!ops)
+		set_err(err, errlen, "unknown back end '%.*s' (known: emu, file)", (int)nlen, backend);
+	*args = colon ? colon + 1 : "";
+	return ops;
+}
+
+int bam_backend_check(const char *backend, char *err, size_t errlen)
+{
+	char localerr[512];
+	if (!err) {
+		err = localerr;
+		errlen = sizeof(localerr);
+	}
+	err[0] = 0;
+	const char *args;
+	const struct bam_backend_ops *ops = backend_of(backend, &args, err, errlen);
+	if (!ops)
+		return -EINVAL;
+	return ops->check ? ops->check(args, err, errlen) : 0;
+}
+
 int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct bam_ctx **out,
 		 char *err, size_t errlen)
 {
@@ -370,15 +400,10 @@ int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct ba
 		errlen = sizeof(localerr);
 	}
 	err[0] = 0;
-	if (!backend || !*backend)
-		backend = "emu";
-	const char *colon = strchr(backend, ':');
-	size_t nlen = colon ? (size_t)(colon - backend) : strlen(backend);
-	const struct bam_backend_ops *ops = bam_backend_find(backend, nlen);
-	if (!ops) {
-		set_err(err, errlen, "unknown back end '%.*s' (known: emu, file)", (int)nlen, backend);
+	const char *args;
+	const struct bam_backend_ops *ops = backend_of(backend, &args, err, errlen);
+	if (!ops)
 		return -EINVAL;
-	}
 	struct bam_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
@@ -425,7 +450,7 @@ int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct ba
 		return -EINVAL;
 	}
 
-	int rc = ops->open(ctx, colon ? colon + 1 : "", &ctx->priv, &ctx->n_ctrl, err, errlen);
+	int rc = ops->open(ctx, args, &ctx->priv, &ctx->n_ctrl, err, errlen);
 	if (rc) {
 		free(ctx);
 		return rc;

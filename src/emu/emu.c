@@ -319,34 +319,50 @@ static void emu_open_fail(struct emu *e)
 	emu_close(e);
 }
 
+/* The options in 'args' into *cfg (defaults first), with the checks that need nothing
+ * opened: 0, or the error with its message in err. */
+static int emu_cfg_parse(const char *args, struct emu_cfg *cfg, char *err, size_t errlen)
+{
+	cfg->profile = bam_emu_profile_find("unlimited");
+	cfg->count = 1;
+	cfg->lba = 512;
+	cfg->f.seed = 1;
+	int rc = bam_kv_parse(args, emu_kv, cfg);
+	if (rc) {
+		snprintf(err, errlen, "emu: %s", cfg->bad[0] ? cfg->bad : "malformed options");
+		return rc;
+	}
+	if (cfg->media_file && !cfg->path[0]) {
+		snprintf(err, errlen, "emu: media=file needs path=FILE");
+		return -EINVAL;
+	}
+	if (!cfg->size && !cfg->media_file)
+		cfg->size = 1ull << 30;
+	if (cfg->size % cfg->lba) {
+		snprintf(err, errlen, "emu: size %llu is not a multiple of the LBA size %u",
+			 (unsigned long long)cfg->size, cfg->lba);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int emu_check(const char *args, char *err, size_t errlen)
+{
+	struct emu_cfg cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	return emu_cfg_parse(args, &cfg, err, errlen);
+}
+
 static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
 {
 	struct emu *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	e->ctx = ctx;
-	e->cfg.profile = bam_emu_profile_find("unlimited");
-	e->cfg.count = 1;
-	e->cfg.lba = 512;
-	e->cfg.f.seed = 1;
-	int rc = bam_kv_parse(args, emu_kv, &e->cfg);
+	int rc = emu_cfg_parse(args, &e->cfg, err, errlen);
 	if (rc) {
-		snprintf(err, errlen, "emu: %s", e->cfg.bad[0] ? e->cfg.bad : "malformed options");
 		free(e);
 		return rc;
-	}
-	if (e->cfg.media_file && !e->cfg.path[0]) {
-		snprintf(err, errlen, "emu: media=file needs path=FILE");
-		free(e);
-		return -EINVAL;
-	}
-	if (!e->cfg.size && !e->cfg.media_file)
-		e->cfg.size = 1ull << 30;
-	if (e->cfg.size % e->cfg.lba) {
-		snprintf(err, errlen, "emu: size %llu is not a multiple of the LBA size %u",
-			 (unsigned long long)e->cfg.size, e->cfg.lba);
-		free(e);
-		return -EINVAL;
 	}
 	if (!e->cfg.media_file) {
 		/* DRAM media: host memory (pinned and zeroed on the GPU target; mapped lazily on
@@ -769,6 +785,7 @@ static const struct bam_backend_ops emu_ops = {
 	.queue_mem = BAM_MEM_DEVICE,
 	.gpu_resident = 1,
 	.open = emu_open,
+	.check = emu_check,
 	.admin = emu_admin,
 	.doorbell = emu_doorbell,
 	.start = emu_start,

@@ -389,6 +389,22 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 
 static void file_close(void *priv);
 
+static int file_check(const char *args, char *err, size_t errlen)
+{
+	struct file_cfg cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	int rc = bam_kv_parse(args, file_kv, &cfg);
+	if (!rc && !cfg.n_paths) {
+		snprintf(cfg.bad, sizeof(cfg.bad), "no file named (file:PATH[,PATH...][,key=value...])");
+		rc = -EINVAL;
+	}
+	if (rc)
+		snprintf(err, errlen, "file: %s", cfg.bad[0] ? cfg.bad : "malformed options");
+	for (uint32_t i = 0; i < cfg.n_paths; i++)
+		free(cfg.paths[i]);
+	return rc;
+}
+
 static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
 {
 	struct file_be *fb = calloc(1, sizeof(*fb));
@@ -1190,6 +1206,7 @@ static const struct bam_backend_ops file_ops = {
 	.name = "file",
 	.queue_mem = BAM_MEM_HOST_PINNED,
 	.open = file_open,
+	.check = file_check,
 	.admin = file_admin,
 	.doorbell = file_doorbell,
 	.start = file_start,

@@ -1232,6 +1232,9 @@ int bam_cmd_demo(int argc, char **argv)
 		cli_fail("demo: --warps applies to the GPU target (this run is on the CPU target)\n");
 		return 2;
 	}
+	char berr[512];
+	if (bam_backend_check(o.backend, berr, sizeof(berr)))
+		return cli_backend_fail("demo", o.backend, -EINVAL, berr);
 	char def[1024];
 	if (!input) {
 		const char *sd = getenv("BAM_SHARED_DATA");
