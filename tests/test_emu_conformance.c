@@ -345,6 +345,12 @@ static void test_bad_backend_strings(void **state)
 	assert_int_equal(bam_backend_check("file:", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "no file named"));
 	assert_int_equal(bam_backend_check("file:/x,qd=0", err, sizeof(err)), -EINVAL);
+	/* the file back end's numbers are digits only, as emu's */
+	assert_int_equal(bam_backend_check("file:/x,qd=+2", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_backend_check("file:/x,workers= 2", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_backend_check("file:/x,workers=-1", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_backend_check("file:/x,qd=99999999999999999999", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_backend_check("file:/x,qd=64,workers=2,lba=4096", err, sizeof(err)), 0);
 	assert_int_equal(bam_backend_check(NULL, NULL, 0), 0);
 	assert_int_equal(bam_backend_check("emu:profile=optane-p5800x,count=4", err, sizeof(err)), 0);
 	assert_int_equal(bam_backend_check("emu:media=file,path=/nonexistent-dir/m.img,size=1M", err, sizeof(err)), 0);

@@ -146,11 +146,16 @@ static int add_path(struct file_cfg *c, const char *p)
 	return 0;
 }
 
+/* Decimal digits only (strtoul alone takes leading blanks, a sign, and wraps '-1'). */
 static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
 {
+	for (const char *p = v; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
 	char *end;
+	errno = 0;
 	unsigned long n = strtoul(v, &end, 10);
-	if (!*v || *end || n < lo || n > hi)
+	if (!*v || *end || errno || n < lo || n > hi)
 		return -EINVAL;
 	*out = (uint32_t)n;
 	return 0;
