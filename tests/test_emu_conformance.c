@@ -351,6 +351,9 @@ static void test_bad_backend_strings(void **state)
 	assert_int_equal(bam_backend_check("file:/x,workers=-1", err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_backend_check("file:/x,qd=99999999999999999999", err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_backend_check("file:/x,qd=64,workers=2,lba=4096", err, sizeof(err)), 0);
+	assert_int_equal(bam_backend_check("file:/x,size=1000", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a multiple of the LBA size 512"));
+	assert_int_equal(bam_backend_check("file:/x,size=6K,lba=4096", err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_backend_check(NULL, NULL, 0), 0);
 	assert_int_equal(bam_backend_check("emu:profile=optane-p5800x,count=4", err, sizeof(err)), 0);
 	assert_int_equal(bam_backend_check("emu:media=file,path=/nonexistent-dir/m.img,size=1M", err, sizeof(err)), 0);

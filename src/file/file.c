@@ -403,6 +403,13 @@ static int file_check(const char *args, char *err, size_t errlen)
 		snprintf(cfg.bad, sizeof(cfg.bad), "no file named (file:PATH[,PATH...][,key=value...])");
 		rc = -EINVAL;
 	}
+	/* the LBA size is at least 512 (without lba=, the device's, rounded up to 512) */
+	const uint32_t lba = cfg.lba ? cfg.lba : 512;
+	if (!rc && cfg.size % lba) {
+		snprintf(cfg.bad, sizeof(cfg.bad), "size %llu is not a multiple of the LBA size %u",
+			 (unsigned long long)cfg.size, lba);
+		rc = -EINVAL;
+	}
 	if (rc)
 		snprintf(err, errlen, "file: %s", cfg.bad[0] ? cfg.bad : "malformed options");
 	for (uint32_t i = 0; i < cfg.n_paths; i++)
