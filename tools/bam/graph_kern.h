@@ -330,6 +330,27 @@ BAM_HD_INLINE void arc_do(const struct graph_view *g, struct bfs_state *b, struc
 	cc_union(c->label, v, u);
 }
 
+#if BAM_ON_GPU
+/* The whole warp: the arc (v, u) of each lane that read one (act) is counted in *n,
+ * its u checked < n (-ERANGE recorded in g->ctr->error) and walked (arc_do). Returns
+ * nonzero, the same in every lane, if any lane's u was out of range. */
+BAM_HD_INLINE int arc_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t v, uint64_t u,
+			   int act, uint32_t *n)
+{
+	int bad = 0;
+	if (act) {
+		(*n)++;
+		if (u >= g->n) {
+			gv_fail(g, -ERANGE);
+			bad = 1;
+		} else {
+			arc_do(g, b, c, v, u);
+		}
+	}
+	return __any_sync(0xffffffffu, bad);
+}
+#endif
+
 /* Arcs [s, e) of vertex v by the calling warp (lane, wsize), through line handle h
  * (kept across calls, so consecutive lists share line acquisitions). Adds the edges
  * read to *n and the lines taken to *gets. Returns nonzero on error (recorded in
@@ -344,19 +365,7 @@ BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, str
 			const uint64_t i = base + lane;
 			const int act = i < e;
 			uint64_t u = 0;
-			if (gv_edge_warp(g, h, i, act, &u, gets))
-				return 1;
-			int bad = 0;
-			if (act) {
-				(*n)++;
-				if (u >= g->n) {
-					gv_fail(g, -ERANGE);
-					bad = 1;
-				} else {
-					arc_do(g, b, c, v, u);
-				}
-			}
-			if (__any_sync(0xffffffffu, bad))
+			if (gv_edge_warp(g, h, i, act, &u, gets) || arc_warp(g, b, c, v, u, act, n))
 				return 1;
 		}
 		return 0;
@@ -516,17 +525,7 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
 		} else if (act) {
 			gv_edge(g, i, &u);
 		}
-		int bad = 0;
-		if (act) {
-			(*n)++;
-			if (u >= g->n) {
-				gv_fail(g, -ERANGE);
-				bad = 1;
-			} else {
-				arc_do(g, b, c, base + j, u);
-			}
-		}
-		if (__any_sync(full, bad))
+		if (arc_warp(g, b, c, base + j, u, act, n))
 			return 1;
 	}
 	return 0;
