@@ -331,6 +331,11 @@ static void test_bad_backend_strings(void **state)
 	assert_int_equal(bam_ctx_open("emu:lba=1000", &o, &ctx, err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_ctx_open("emu:colour=blue", &o, &ctx, err, sizeof(err)), -EINVAL);
 	assert_int_equal(bam_ctx_open("emu:err_rate=2", &o, &ctx, err, sizeof(err)), -EINVAL);
+	/* GPU media on the CPU target: refused by the open, with what to use instead */
+	assert_int_equal(bam_ctx_open("emu:size=1M,media=gpu", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "media=gpu"));
+	assert_non_null(strstr(err, "use media=dram"));
+	assert_int_equal(bam_ctx_open("emu:size=1M,media=hbm", &o, &ctx, err, sizeof(err)), -EINVAL);
 	/* the same strings refused by the parse-only check, with the same messages; good
 	 * ones pass it without anything being opened or created */
 	assert_int_equal(bam_backend_check("nosuch:x", err, sizeof(err)), -EINVAL);
@@ -342,6 +347,14 @@ static void test_bad_backend_strings(void **state)
 	assert_int_equal(bam_backend_check("emu:media=file", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "needs path=FILE"));
 	assert_int_equal(bam_backend_check("emu:size=1000,lba=512", err, sizeof(err)), -EINVAL);
+	/* path= names a media file: with media=dram or media=gpu it is a contradiction,
+	 * whichever comes first */
+	assert_int_equal(bam_backend_check("emu:media=gpu,path=/tmp/m.img", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "goes with media=file, not media=gpu"));
+	assert_int_equal(bam_backend_check("emu:path=/tmp/m.img,media=dram", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not media=dram"));
+	assert_int_equal(bam_backend_check("emu:media=gpu,size=1M", err, sizeof(err)), 0);
+	assert_int_equal(bam_backend_check("emu:path=/nonexistent-dir/m.img,media=file,size=1M", err, sizeof(err)), 0);
 	assert_int_equal(bam_backend_check("file:", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "no file named"));
 	assert_int_equal(bam_backend_check("file:/x,qd=0", err, sizeof(err)), -EINVAL);

@@ -25,6 +25,8 @@ struct emu_cfg {
 	uint64_t size;       /* bytes per controller */
 	uint32_t lba;        /* LBA size */
 	int media_file;
+	int media_gpu;       /* media=gpu: the namespace in GPU memory (GPU target only) */
+	int media_set;       /* media= given (path= then only with media=file) */
 	char path[1024];
 	uint32_t workers;
 	struct emu_faults f;
@@ -112,7 +114,9 @@ static int emu_kv(void *arg, const char *k, const char *v)
 			rc = -EINVAL;
 		c->lba = (uint32_t)n;
 	} else if (!strcmp(k, "media")) {
-		if (!strcmp(v, "dram"))
+		c->media_set = 1;
+		c->media_gpu = !strcmp(v, "gpu");
+		if (!strcmp(v, "dram") || c->media_gpu)
 			c->media_file = 0;
 		else if (!strcmp(v, "file"))
 			c->media_file = 1;
@@ -128,7 +132,6 @@ static int emu_kv(void *arg, const char *k, const char *v)
 			return -EINVAL;
 		}
 		snprintf(c->path, sizeof(c->path), "%s", v);
-		c->media_file = 1;
 	} else if (!strcmp(k, "workers")) {
 		uint64_t n = 0;
 		rc = parse_u64(v, 1024, &n);
@@ -258,9 +261,11 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 		}
 		hc->media_mmapped = 1;
 	} else {
-		hc->media = bam_mem_alloc(e->ctx, BAM_MEM_HOST_PINNED, bytes);
+		const enum bam_mem_kind kind = e->cfg.media_gpu ? BAM_MEM_DEVICE : BAM_MEM_HOST_PINNED;
+		hc->media = bam_mem_alloc(e->ctx, kind, bytes);
 		if (!hc->media) {
-			snprintf(err, errlen, "emu: cannot pin %llu bytes of host memory for media", (unsigned long long)bytes);
+			snprintf(err, errlen, "emu: cannot %s %llu bytes of %s memory for media", e->cfg.media_gpu ? "allocate" : "pin",
+				 (unsigned long long)bytes, e->cfg.media_gpu ? "GPU" : "host");
 			return -ENOMEM;
 		}
 	}
@@ -298,7 +303,7 @@ static void media_close(struct emu *e, struct emu_host_ctrl *hc)
 			msync(hc->media, hc->media_bytes, MS_SYNC);
 		munmap(hc->media, hc->media_bytes);
 	} else {
-		bam_mem_free(e->ctx, BAM_MEM_HOST_PINNED, hc->media);
+		bam_mem_free(e->ctx, e->cfg.media_gpu ? BAM_MEM_DEVICE : BAM_MEM_HOST_PINNED, hc->media);
 	}
 	if (hc->fd >= 0)
 		close(hc->fd);
@@ -332,6 +337,13 @@ static int emu_cfg_parse(const char *args, struct emu_cfg *cfg, char *err, size_
 		snprintf(err, errlen, "emu: %s", cfg->bad[0] ? cfg->bad : "malformed options");
 		return rc;
 	}
+	if (cfg->path[0] && cfg->media_set && !cfg->media_file) {
+		snprintf(err, errlen, "emu: path= names a media file: it goes with media=file, not media=%s",
+			 cfg->media_gpu ? "gpu" : "dram");
+		return -EINVAL;
+	}
+	if (cfg->path[0])
+		cfg->media_file = 1; /* path= implies media=file */
 	if (cfg->media_file && !cfg->path[0]) {
 		snprintf(err, errlen, "emu: media=file needs path=FILE");
 		return -EINVAL;
@@ -364,7 +376,25 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		free(e);
 		return rc;
 	}
-	if (!e->cfg.media_file) {
+	if (e->cfg.media_gpu && ctx->target != BAM_TARGET_GPU) {
+		snprintf(err, errlen, "emu: media=gpu puts the namespace in GPU memory: it needs the GPU target "
+			 "(this context is on the CPU target; use media=dram)");
+		free(e);
+		return -EINVAL;
+	}
+	if (e->cfg.media_gpu) {
+		/* GPU media: device memory, zeroed; refuse what cannot fit */
+		uint64_t avail = 0, total = e->cfg.size * e->cfg.count;
+		if (!bam_mem_available(ctx->target, BAM_MEM_DEVICE, &avail) &&
+		    (total / e->cfg.count != e->cfg.size || total > avail)) {
+			snprintf(err, errlen, "emu: %u x %llu bytes of GPU media (%.1f GiB) do not fit in the %.1f GiB of "
+				 "GPU memory free: use a smaller size= or media=dram",
+				 e->cfg.count, (unsigned long long)e->cfg.size,
+				 (double)e->cfg.size * e->cfg.count / (double)(1ull << 30), (double)avail / (double)(1ull << 30));
+			free(e);
+			return -ENOMEM;
+		}
+	} else if (!e->cfg.media_file) {
 		/* DRAM media: host memory (pinned and zeroed on the GPU target; mapped lazily on
 		 * the CPU target, but a run that writes it all would end with the OOM killer).
 		 * Refuse up front what cannot fit. */
@@ -436,7 +466,7 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		}
 	}
 	snprintf(e->desc, sizeof(e->desc), "emu:profile=%s,count=%u,size=%llu,lba=%u,media=%s%s%s", e->cfg.profile->name,
-		 e->n, (unsigned long long)e->c[0].media_bytes, e->cfg.lba, e->cfg.media_file ? "file,path=" : "dram",
+		 e->n, (unsigned long long)e->c[0].media_bytes, e->cfg.lba, e->cfg.media_file ? "file,path=" : e->cfg.media_gpu ? "gpu" : "dram",
 		 e->cfg.media_file ? e->cfg.path : "",
 		 (e->cfg.f.err_elba || e->cfg.f.err_rate_ppm || e->cfg.f.delay_rate_ppm || e->cfg.f.drop_rate_ppm || e->cfg.f.stop_after) ? ",inject" : "");
 	*n_ctrl = e->n;
@@ -686,6 +716,11 @@ static int emu_media_rw(void *priv, uint32_t ci, uint64_t off, void *buf, uint64
 	struct emu_host_ctrl *hc = &e->c[ci];
 	if (off > hc->media_bytes || len > hc->media_bytes - off)
 		return -ERANGE;
+#ifdef BAM_HAVE_CUDA
+	if (e->cfg.media_gpu) { /* only ever set on the GPU target */
+		return write ? bam_gpu_copy(hc->media + off, buf, len) : bam_gpu_copy(buf, hc->media + off, len);
+	}
+#endif
 	if (write)
 		memcpy(hc->media + off, buf, len);
 	else
