@@ -493,17 +493,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 
 	/* emu without an explicit size: size each emulated namespace to its share */
 	char backend[1024];
-	snprintf(backend, sizeof(backend), "%s", o.backend);
-	if (!strncmp(o.backend, "emu", 3) && !strstr(o.backend, "size=") && !strstr(o.backend, "path=")) {
-		const char *cs = strstr(o.backend, "count=");
-		uint64_t count = cs ? strtoull(cs + 6, NULL, 10) : 1;
-		if (count == 0)
-			count = 1;
-		uint64_t per = (o.size + count - 1) / count;
-		per = (per + o.bs - 1) / o.bs * o.bs;
-		snprintf(backend, sizeof(backend), "%s%ssize=%llu", o.backend, strchr(o.backend, ':') ? "," : ":",
-			 (unsigned long long)per);
-	}
+	cli_backend_sized(o.backend, o.size, o.bs, backend, sizeof(backend));
 
 	struct bam_ctx_opts co = {.target = o.target, .qpairs = o.qpairs, .queue_depth = o.queue_depth,
 				  .timeout_ns = o.timeout_ms * 1000000ull, .ctrl_workers = o.workers};
