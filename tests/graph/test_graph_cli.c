@@ -20,10 +20,38 @@
 #include "tmpdir.h"
 
 #include "bam/graph.h"
+#include "../../tools/bam/cli_util.h"
 
 int bam_cmd_graph(int argc, char **argv);
 
 
+
+/* The back-end string helpers the commands share (cli_util.c): the emulator's size for
+ * a run, and whether its media is GPU memory (where bench's baseline must read). */
+static void test_backend_strings(void **state)
+{
+	(void)state;
+	char b[1024];
+	cli_backend_sized("", 1000, 512, b, sizeof(b));
+	assert_string_equal(b, "emu:size=4096"); /* the default back end, whole 4 KiB blocks */
+	cli_backend_sized("emu:count=3", 1ull << 20, 4096, b, sizeof(b));
+	assert_string_equal(b, "emu:count=3,size=352256"); /* ceil(1 MiB / 3) up to 4 KiB */
+	cli_backend_sized("emu", 10000, 8192, b, sizeof(b));
+	assert_string_equal(b, "emu:size=16384"); /* whole 8 KiB lines */
+	cli_backend_sized("emu:size=1M", 1ull << 30, 4096, b, sizeof(b));
+	assert_string_equal(b, "emu:size=1M"); /* an explicit size is kept */
+	cli_backend_sized("file:/x", 1ull << 30, 4096, b, sizeof(b));
+	assert_string_equal(b, "file:/x");
+	assert_int_equal(cli_backend_media_gpu("emu:media=gpu"), 1);
+	assert_int_equal(cli_backend_media_gpu("emu:count=2,media=gpu,size=1G"), 1);
+	assert_int_equal(cli_backend_media_gpu("emu:media=gpu,media=dram"), 0); /* the last wins */
+	assert_int_equal(cli_backend_media_gpu("emu:media=dram,media=gpu"), 1);
+	assert_int_equal(cli_backend_media_gpu("emu:media=gpux"), 0);
+	assert_int_equal(cli_backend_media_gpu("emu"), 0);
+	assert_int_equal(cli_backend_media_gpu(""), 0);
+	assert_int_equal(cli_backend_media_gpu("emulator:media=gpu"), 0);
+	assert_int_equal(cli_backend_media_gpu("file:/media=gpu"), 0);
+}
 
 static int setup(void **state)
 {
@@ -232,6 +260,7 @@ static void test_generate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backend_strings),
 		cmocka_unit_test(test_help_and_usage),
 		cmocka_unit_test(test_import_info),
 		cmocka_unit_test(test_import_error_leaves_nothing),

@@ -79,7 +79,8 @@ extern "C" int bench_gpu_finish(void *handle, double *ms)
 	return rc;
 }
 
-/* One warp per chunk: 16-byte coalesced loads of a random chunk of host memory. */
+/* One warp per chunk: 16-byte coalesced loads of a random chunk of the source buffer
+ * (pinned host memory, or GPU memory). */
 __global__ void pcie_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t bs, uint4 *dst,
 			    uint64_t chunks_per_warp, uint64_t seed, unsigned long long *sink)
 {
@@ -102,8 +103,8 @@ __global__ void pcie_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t 
 		atomicAdd(sink, 1ull); /* keeps the loads */
 }
 
-extern "C" int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint64_t chunks,
-				       double *bytes_per_s, double *chunks_per_s)
+extern "C" int bench_gpu_chunk_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint64_t chunks, int in_gpu,
+					double *bytes_per_s, double *chunks_per_s)
 {
 	uint4 *host = NULL, *dst = NULL;
 	unsigned long long *sink = NULL;
@@ -113,8 +114,13 @@ extern "C" int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t th
 	uint64_t warps = threads / 32 ? threads / 32 : 1;
 	uint64_t per = chunks / warps ? chunks / warps : 1;
 	float ms = 0;
-	CUDA_TRY(cudaHostAlloc((void **)&host, region, cudaHostAllocMapped), out);
-	memset(host, 0x5a, region);
+	if (in_gpu) {
+		CUDA_TRY(cudaMalloc((void **)&host, region), out);
+		CUDA_TRY(cudaMemset(host, 0x5a, region), out);
+	} else {
+		CUDA_TRY(cudaHostAlloc((void **)&host, region, cudaHostAllocMapped), out);
+		memset(host, 0x5a, region);
+	}
 	CUDA_TRY(cudaMalloc((void **)&dst, warps * bs), out);
 	CUDA_TRY(cudaMalloc((void **)&sink, 8), out);
 	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
@@ -135,7 +141,8 @@ out:
 	if (e1) cudaEventDestroy(e1);
 	if (s) cudaStreamDestroy(s);
 	/* frees happen before any emulator starts or after it stopped (caller's order) */
-	if (host) cudaFreeHost(host);
+	if (host && in_gpu) cudaFree(host);
+	else if (host) cudaFreeHost(host);
 	if (dst) cudaFree(dst);
 	if (sink) cudaFree(sink);
 	return rc;

@@ -11,11 +11,13 @@ int bench_gpu_start(const struct bench_args *a, void **handle);
 int bench_gpu_done(void *handle);
 /* Wait for the kernel; *ms = its duration by CUDA events. 0 or -EIO. */
 int bench_gpu_finish(void *handle, double *ms);
-/* The physical baseline: a plain kernel reading random bs-byte chunks of a pinned
- * host buffer of 'region' bytes into GPU memory with 'threads' threads (a warp per
- * chunk), 'chunks' chunks in all. Returns 0 with the achieved bytes/s and chunks/s. */
-int bench_gpu_pcie_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint64_t chunks,
-			    double *bytes_per_s, double *chunks_per_s);
+/* The physical baseline: a plain kernel reading random bs-byte chunks of a buffer of
+ * 'region' bytes into GPU memory with 'threads' threads (a warp per chunk), 'chunks'
+ * chunks in all; the buffer is pinned host memory (the PCIe link: where an SSD's data
+ * and the emulator's default media come from), or GPU memory when in_gpu is set (the
+ * emulator's media=gpu). Returns 0 with the achieved bytes/s and chunks/s. */
+int bench_gpu_chunk_baseline(uint32_t bs, uint64_t region, uint64_t threads, uint64_t chunks, int in_gpu,
+			     double *bytes_per_s, double *chunks_per_s);
 /* HBM baseline: read 'bytes' of device memory; returns bytes/s. */
 int bench_gpu_hbm_baseline(uint64_t bytes, double *bytes_per_s);
 /* The posix comparison (bench_file.c) on the GPU target: for each of 'threads' host

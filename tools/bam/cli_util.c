@@ -126,6 +126,21 @@ void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char
 	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
 }
 
+int cli_backend_media_gpu(const char *backend)
+{
+	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
+		return 0;
+	int gpu = 0;
+	for (const char *k = backend[3] ? backend + 4 : backend + 3; *k;) {
+		const char *end = strchr(k, ',');
+		size_t n = end ? (size_t)(end - k) : strlen(k);
+		if (n >= 6 && !strncmp(k, "media=", 6))
+			gpu = n == 9 && !strncmp(k + 6, "gpu", 3);
+		k += n + (end ? 1 : 0);
+	}
+	return gpu;
+}
+
 size_t cli_utf8_len(const unsigned char *s)
 {
 	const unsigned char c = s[0];

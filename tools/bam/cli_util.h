@@ -8,6 +8,9 @@
  * (per_ctrl = ceil(total / count), rounded up to a multiple of align and of 4096).
  * Other strings are copied. */
 void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
+/* 1 when 'backend' is the emulator with its namespace in GPU memory (the last media=
+ * key says gpu), else 0: where a benchmark's physical baseline must read from. */
+int cli_backend_media_gpu(const char *backend);
 /* Longest --backend value the tools take: they append ",size=N" to an emu string in a
  * 1024-byte buffer. */
 #define CLI_BACKEND_MAX 960

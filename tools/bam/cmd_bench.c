@@ -504,6 +504,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	 * on the persistent worker kernel */
 	int want_base = o.baseline == 2 ? (o.rw == BENCH_READ || o.rw == BENCH_RANDREAD) : (int)o.baseline;
 	double base_bps = 0, base_cps = 0, hbm_bps = 0;
+	/* the baseline reads from where the data lives: GPU memory for emu:media=gpu */
+	const int media_gpu = cli_backend_media_gpu(o.backend);
 	enum bam_target tgt = o.target;
 #ifdef BAM_HAVE_CUDA
 	extern int bam_gpu_available(void);
@@ -527,8 +529,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		int brc;
 #ifdef BAM_HAVE_CUDA
 		if (tgt == BAM_TARGET_GPU) {
-			brc = bench_gpu_pcie_baseline((uint32_t)o.bs, 4ull << 30, o.threads * 32 > (1u << 20) ? (1u << 20) : o.threads * 32,
-						      (16ull << 30) / o.bs, &base_bps, &base_cps);
+			brc = bench_gpu_chunk_baseline((uint32_t)o.bs, 4ull << 30, o.threads * 32 > (1u << 20) ? (1u << 20) : o.threads * 32,
+						       (16ull << 30) / o.bs, media_gpu, &base_bps, &base_cps);
 			if (!brc)
 				bench_gpu_hbm_baseline(8ull << 30, &hbm_bps);
 		} else
@@ -776,8 +778,9 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		cJSON_AddNumberToObject(r, "commands", (double)tot.cmds);
 		if (want_base) {
 			cJSON *b = cJSON_AddObjectToObject(j, "baseline");
-			cJSON_AddStringToObject(b, "what", on_gpu
-				? "plain kernel reading random bs chunks of pinned host memory" : "host threads copying random bs chunks of host memory");
+			cJSON_AddStringToObject(b, "what", !on_gpu ? "host threads copying random bs chunks of host memory"
+				: media_gpu ? "plain kernel reading random bs chunks of GPU memory (where emu:media=gpu keeps the data)"
+				: "plain kernel reading random bs chunks of pinned host memory");
 			cJSON_AddNumberToObject(b, "chunks_per_s", base_cps);
 			cJSON_AddNumberToObject(b, "MBps", base_bps / 1e6);
 			cJSON_AddNumberToObject(b, "ratio_bw", base_bps > 0 ? mbps * 1e6 / base_bps : 0);
@@ -823,7 +826,9 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		       (unsigned long long)tot.injected, (unsigned long long)tot.qp.late);
 		if (want_base) {
 			printf("  baseline (%s): %.0f chunks/s, %.1f MB/s -> bam/baseline = %.3f (bandwidth)\n",
-			       on_gpu ? "GPU kernel, random chunks of pinned host memory" : "host threads copying random chunks",
+			       !on_gpu ? "host threads copying random chunks"
+			       : media_gpu ? "GPU kernel, random chunks of GPU memory, as emu:media=gpu"
+			       : "GPU kernel, random chunks of pinned host memory",
 			       base_cps, base_bps / 1e6, base_bps > 0 ? mbps * 1e6 / base_bps : 0);
 			if (hbm_bps > 0)
 				printf("  HBM read: %.1f GB/s\n", hbm_bps / 1e9);
