@@ -415,6 +415,10 @@ static void test_array_refusals(void **state)
 	struct bam_array_opts o4 = {.n_elems = 1ull << 49, .elem_size = 8};
 	assert_int_equal(bam_array_create(e.cache, &o4, &x), -EINVAL);
 	assert_non_null(strstr(bam_ctx_error(e.ctx), "lines of 4096 bytes"));
+	/* bytes just under 2^64: rounding up to whole lines must not wrap to no lines */
+	struct bam_array_opts o5 = {.n_elems = (UINT64_MAX >> 3), .elem_size = 8};
+	assert_int_equal(bam_array_create(e.cache, &o5, &x), -EINVAL);
+	assert_non_null(strstr(bam_ctx_error(e.ctx), "lines of 4096 bytes"));
 	assert_null(x);
 	close_env(&e);
 }

@@ -366,7 +366,9 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	while ((1u << h->lba_shift) < lba_size)
 		h->lba_shift++;
 	uint64_t bytes = o->n_elems * es;
-	h->n_lines = (bytes + c->h.line_size - 1) >> c->h.line_shift;
+	/* whole lines, counted without the rounding's overflow (bytes near 2^64 wrapped
+	 * to an array of no lines that every index passed) */
+	h->n_lines = (bytes >> c->h.line_shift) + ((bytes & (c->h.line_size - 1)) != 0);
 	if (h->n_lines >= (1ull << BAM_TAG_LINE_BITS)) {
 		cache_refuse(ctx, "array of %llu bytes: %llu lines of %u bytes, at most 2^%u - 1 allowed",
 			     (unsigned long long)bytes, (unsigned long long)h->n_lines, c->h.line_size, BAM_TAG_LINE_BITS);
