@@ -99,46 +99,79 @@ void cli_media_forget(const struct cli_media *m)
 			unlink(m->path[i]);
 }
 
-uint32_t cli_backend_count(const char *backend)
+/* The value of the last 'key'= of an "emu[:k=v,...]" string (the emulator's parser
+ * keeps the last of a repeated key), as a pointer into the string and a length; NULL
+ * when the string is not the emulator's or has no such key. */
+static const char *emu_key(const char *backend, const char *key, size_t *len)
 {
-	if (strncmp(backend, "emu", 3))
-		return 1;
-	const char *cs = strstr(backend, "count=");
-	unsigned long n = cs ? strtoul(cs + 6, NULL, 10) : 1;
-	return n ? (uint32_t)n : 1;
+	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
+		return NULL;
+	const size_t kl = strlen(key);
+	const char *found = NULL;
+	for (const char *k = backend[3] ? backend + 4 : backend + 3; *k;) {
+		const char *end = strchr(k, ',');
+		const size_t n = end ? (size_t)(end - k) : strlen(k);
+		if (n > kl && k[kl] == '=' && !strncmp(k, key, kl)) {
+			found = k + kl + 1;
+			*len = n - kl - 1;
+		}
+		k += n + (end ? 1 : 0);
+	}
+	return found;
 }
 
-void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen)
+uint32_t cli_backend_count(const char *backend)
 {
-	if (!*backend)
-		backend = "emu"; /* bam_ctx_open's default */
-	if (strncmp(backend, "emu", 3) || strstr(backend, "size=") || strstr(backend, "path=")) {
-		snprintf(out, outlen, "%s", backend);
-		return;
-	}
-	uint64_t count = cli_backend_count(backend);
-	uint64_t per = (total + count - 1) / count;
-	/* whole lines, and whole 4 KiB blocks: a multiple of any LBA size (512 or 4096) the
-	 * back-end string may ask for, so a line/LBA mismatch is reported as such */
-	if (align < 4096)
-		align = 4096;
-	per = (per + align - 1) / align * align;
-	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
+	size_t len = 0;
+	const char *v = emu_key(backend, "count", &len);
+	unsigned long n = v ? strtoul(v, NULL, 10) : 1;
+	return n && n <= UINT32_MAX ? (uint32_t)n : 1; /* a bad count: the open refuses it */
 }
 
 int cli_backend_media_gpu(const char *backend)
 {
-	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
-		return 0;
-	int gpu = 0;
-	for (const char *k = backend[3] ? backend + 4 : backend + 3; *k;) {
-		const char *end = strchr(k, ',');
-		size_t n = end ? (size_t)(end - k) : strlen(k);
-		if (n >= 6 && !strncmp(k, "media=", 6))
-			gpu = n == 9 && !strncmp(k + 6, "gpu", 3);
-		k += n + (end ? 1 : 0);
+	size_t len = 0;
+	const char *v = emu_key(backend, "media", &len);
+	return v && len == 3 && !strncmp(v, "gpu", 3);
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
 	}
-	return gpu;
+	return a;
+}
+
+int cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen)
+{
+	size_t len = 0;
+	if (!*backend)
+		backend = "emu"; /* bam_ctx_open's default */
+	if (strncmp(backend, "emu", 3) || emu_key(backend, "size", &len) || emu_key(backend, "path", &len)) {
+		snprintf(out, outlen, "%s", backend);
+		return 0;
+	}
+	uint64_t count = cli_backend_count(backend);
+	uint64_t per = total / count + (total % count != 0);
+	/* whole units of 'align' (lines, or the blocks a benchmark stripes) and whole 4 KiB
+	 * blocks (a multiple of any LBA size, 512 or 4096, the string may ask for, so a
+	 * line/LBA mismatch is reported as such): a multiple of their least common
+	 * multiple */
+	if (!align)
+		align = 1;
+	const uint64_t g = gcd_u64(align, 4096);
+	if (align / g > UINT64_MAX / 4096)
+		return -EOVERFLOW;
+	const uint64_t unit = align / g * 4096;
+	const uint64_t whole = per / unit + (per % unit != 0);
+	if (whole > UINT64_MAX / unit)
+		return -EOVERFLOW;
+	per = whole * unit;
+	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
+	return 0;
 }
 
 size_t cli_utf8_len(const unsigned char *s)

@@ -5,9 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 /* For an "emu" back-end string without size= or path=, append size=<per_ctrl>
- * (per_ctrl = ceil(total / count), rounded up to a multiple of align and of 4096).
- * Other strings are copied. */
-void cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
+ * (per_ctrl = ceil(total / count), rounded up to a multiple of both align and 4096).
+ * Other strings are copied. 0, or -EOVERFLOW when that size passes 2^64 (nothing
+ * useful written to out). */
+int cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
 /* 1 when 'backend' is the emulator with its namespace in GPU memory (the last media=
  * key says gpu), else 0: where a benchmark's physical baseline must read from. */
 int cli_backend_media_gpu(const char *backend);
@@ -37,7 +38,7 @@ void cli_media_note(struct cli_media *m, const char *backend);
 const char *cli_media_same(const struct cli_media *m, int fd);
 /* After a failed run: remove the noted files the run created. */
 void cli_media_forget(const struct cli_media *m);
-/* Number of controllers an "emu" string asks for (count=), else 1. */
+/* Number of controllers an "emu" string asks for (its last count=), else 1. */
 uint32_t cli_backend_count(const char *backend);
 double cli_now(void);
 /* Index of s in names[0..count), or -1. */

@@ -201,7 +201,11 @@ int bam_bench_array(int argc, char **argv)
 		bench_gpu_prepare();
 #endif
 	char be[1024];
-	cli_backend_sized(backend, size + line, line, be, sizeof(be));
+	if (size > UINT64_MAX - line || cli_backend_sized(backend, size + line, line, be, sizeof(be))) {
+		cli_fail("bench --array: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
+			 (unsigned long long)size);
+		return 2;
+	}
 	static struct cli_media media; /* media files this run creates go again if it fails */
 	cli_media_note(&media, be);
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers, .timeout_ns = timeout_ms * 1000000ull};
