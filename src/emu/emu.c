@@ -88,6 +88,29 @@ static int parse_rate(const char *v, uint32_t *ppm)
 	return 0;
 }
 
+/* What a known key takes, for the message that refuses a value (docs/BACKENDS.md). */
+static const char *emu_key_values(const char *k)
+{
+	static const char *const kv[][2] = {
+		{"count", "controllers, 1 to 32"},
+		{"size", "bytes above 0 with an optional K, M, G or T suffix, a multiple of lba"},
+		{"lba", "512 or 4096"},
+		{"media", "dram, gpu or file"},
+		{"workers", "1 to 1024"},
+		{"err_lba", "START-END, LBAs, END above START"},
+		{"err_rate", "a fraction, 0 to 1"},
+		{"delay_rate", "a fraction, 0 to 1"},
+		{"drop_rate", "a fraction, 0 to 1"},
+		{"delay_us", "microseconds, at most 3600000000"},
+		{"stop_after", "commands, above 0"},
+		{"seed", "an unsigned 64-bit integer"},
+	};
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+		if (!strcmp(k, kv[i][0]))
+			return kv[i][1];
+	return "see docs/BACKENDS.md";
+}
+
 static int emu_kv(void *arg, const char *k, const char *v)
 {
 	struct emu_cfg *c = arg;
@@ -175,7 +198,7 @@ static int emu_kv(void *arg, const char *k, const char *v)
 		return -EINVAL;
 	}
 	if (rc && !c->bad[0])
-		snprintf(c->bad, sizeof(c->bad), "bad value '%s' for key '%s'", v, k);
+		snprintf(c->bad, sizeof(c->bad), "bad value '%s' for key '%s' (%s)", v, k, emu_key_values(k));
 	return rc;
 }
 
