@@ -102,6 +102,8 @@ refuse() { # description, expected text, command...
 }
 k=$W/kron12s.bcsr
 refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=scan
+refuse "host mode refuses --backend (not read there)" "--backend applies to --mode=bam only" "$BAM" bfs "$k" --mode=host --backend=garbage:zzz
+refuse "host mode refuses --cache-size" "--cache-size applies to --mode=bam only" "$BAM" cc "$k" --mode=host --cache-size=4M
 refuse "--sources out of range states the range" "from 1 to 1048576" "$BAM" bfs "$k" --sources=2000000
 refuse "lines smaller than the LBA: the line size is named" "line size 512 is not a multiple" "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512
 refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" --backend=file:"$W/no/such/dir/x.dat",size=64M

@@ -52,6 +52,7 @@ struct gopts {
 			       * edge array instead of ranges of vertices) */
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
+	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
 };
 
 /* BFS frontier: a queue of vertices in discovery order, or a scan of the level array in
@@ -107,9 +108,9 @@ static void usage(FILE *f, const char *cmd)
 		"%s"
 		"  --mode=M           bam (default), host, gpu, uvm (baselines; gpu/uvm need a GPU)\n"
 		"  --backend=STR      storage for --mode=bam (default emu: the emulated NVMe SSD)\n"
-		"  --cache-size=SIZE  cache bytes (default: 1/8 of the edge array; at least 1 MiB,\n"
-		"                     at most what the offsets and edges take)\n"
-		"  --line-size=SIZE   cache line bytes, 512 to 64K (default 4096)\n"
+		"  --cache-size=SIZE  --mode=bam: cache bytes (default: 1/8 of the edge array; at\n"
+		"                     least 1 MiB, at most what the offsets and edges take)\n"
+		"  --line-size=SIZE   --mode=bam: cache line bytes, 512 to 64K (default 4096)\n"
 		"%s"
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify           check the result against the CPU reference\n"
@@ -543,7 +544,11 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		uint32_t k = cli_backend_count(o->backend);
 		uint64_t lines = (hdr.offsets_bytes + o->line - 1) / o->line / k + 1 + (hdr.edges_bytes + o->line - 1) / o->line / k + 1;
 		char backend[1024];
-		cli_backend_sized(o->backend, lines * o->line * k, o->line, backend, sizeof(backend));
+		if (cli_backend_sized(o->backend, lines * o->line * k, o->line, backend, sizeof(backend))) {
+			cli_fail("%s: the graph's arrays are too large for emulated namespaces (past 2^64 bytes)\n",
+				 do_cc ? "cc" : "bfs");
+			goto out;
+		}
 		/* the media must not be the graph file (the provisioning would overwrite it);
 		 * media files this run creates are removed again if it fails */
 		cli_media_note(&media, backend);
@@ -1069,6 +1074,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			if (cli_backend_arg(cmd, optarg))
 				return 2;
 			o->backend = optarg;
+			o->bam_only = "--backend";
 			break;
 		case 'C':
 			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {
@@ -1076,6 +1082,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			o->cache_arg = optarg;
+			o->bam_only = "--cache-size";
 			break;
 		case 'L':
 			if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) {
@@ -1083,6 +1090,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			o->line = (uint32_t)v;
+			o->bam_only = "--line-size";
 			break;
 		case 'n':
 			if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) {
@@ -1172,6 +1180,11 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 	o.graph = argv[optind];
 	if (do_cc && o.bfs_only) {
 		cli_fail("cc: %s applies to bfs only\n", o.bfs_only);
+		return 2;
+	}
+	if (o.mode != MODE_BAM && o.bam_only) {
+		cli_fail("%s: %s applies to --mode=bam only (--mode=%s reads the graph without the cache or a back end)\n",
+			 cmd, o.bam_only, mode_names[o.mode]);
 		return 2;
 	}
 	if (o.source >= 0 && o.nsources_set) {
