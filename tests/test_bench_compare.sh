@@ -110,5 +110,21 @@ json_run "--array --timeout-ms with a controller that stops answering" 1 \
   "d['errors'] > 0 and d['error']['exit_status'] == 1" \
   --array --backend=emu:stop_after=50 --size=16M --cache-size=1M --steps=20 --threads=4 --timeout-ms=20
 
+# the emulated namespaces sized for the blocks bench stripes over them, whatever --bs
+# (a multiple of both --bs and 4 KiB), and for the last of a repeated count=
+emu_ok="d['result']['ios'] == 40 and d['result']['errors'] == 0 and d['result']['verify_failures'] == 0"
+bench "--bs=3072 over 2 emulated controllers" 0 "$emu_ok" --bs=3072 --size=1M --backend=emu:count=2 --threads=4 --number_ios=40
+bench "--bs=3584 over 7 emulated controllers" 0 "$emu_ok" --bs=3584 --size=7M --backend=emu:count=7 --threads=4 --number_ios=40
+bench "count=4,count=1: one controller, as the emulator reads it" 0 "$emu_ok and 'count=1,' in d['config']['backend']" \
+  --size=1M --backend=emu:count=4,count=1 --threads=4 --number_ios=40
+refused "--bs=6144 on 4 KiB LBAs: the block size named" "--bs=6144 is not a multiple of the LBA size 4096" \
+  --bs=6144 --size=1M --backend=emu:lba=4096 --baseline=0
+refused "--size near 2^64: too large, not a wrapped namespace" "too large for the emulated namespaces" \
+  --size=18446744073709551615 --baseline=0
+refused "--array --size near 2^64: refused, not a run over an array of no lines" "too large for the emulated namespaces" \
+  --array --size=18446744073709551615 --steps=10
+refused "a bad emulator value names what the key takes" "bad value 'GPU' for key 'media' (dram, gpu or file)" \
+  --backend=emu:media=GPU --baseline=0
+
 echo "bench --compare: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -493,7 +493,11 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 
 	/* emu without an explicit size: size each emulated namespace to its share */
 	char backend[1024];
-	cli_backend_sized(o.backend, o.size, o.bs, backend, sizeof(backend));
+	if (cli_backend_sized(o.backend, o.size, o.bs, backend, sizeof(backend))) {
+		cli_fail("bench: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
+			 (unsigned long long)o.size);
+		return 2;
+	}
 
 	struct bam_ctx_opts co = {.target = o.target, .qpairs = o.qpairs, .queue_depth = o.queue_depth,
 				  .timeout_ns = o.timeout_ms * 1000000ull, .ctrl_workers = o.workers};
@@ -513,7 +517,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
 	else if (tgt == BAM_TARGET_GPU && !bam_gpu_available()) {
 		cli_fail("bench: --target=gpu: no usable CUDA device was found (use --target=cpu)\n");
-		return 1;
+		return 2; /* as bfs, cc and a build without CUDA say it */
 	}
 #else
 	if (tgt == BAM_TARGET_AUTO)
@@ -569,6 +573,9 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		return 2;
 	}
 	uint64_t nblocks = o.size / o.bs;
+	if (o.size % o.bs && !o.quiet)
+		fprintf(stderr, "bench: note: --size=%llu is not a whole number of %llu-byte blocks: the region tested is its first %llu blocks\n",
+			(unsigned long long)o.size, (unsigned long long)o.bs, (unsigned long long)nblocks);
 	uint64_t per_ctrl_blocks = (nblocks + n_ctrl - 1) / n_ctrl;
 	for (uint32_t c = 0; c < n_ctrl; c++) {
 		struct bam_ns_info ni;
@@ -603,8 +610,9 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		struct prefill p = {.ctx = ctx, .a = &a, .per_ctrl_bytes = per_ctrl_blocks * o.bs, .chunk = 4ull << 20};
 		p.nchunks = (p.per_ctrl_bytes + p.chunk - 1) / p.chunk;
 		if (!o.quiet)
-			fprintf(stderr, "bench: writing the verification pattern to %llu MiB of media\n",
-				(unsigned long long)(p.per_ctrl_bytes * n_ctrl >> 20));
+			fprintf(stderr, "bench: writing the verification pattern to %.1f MiB of media (%llu blocks of %llu bytes)\n",
+				(double)(p.per_ctrl_bytes * n_ctrl) / (1 << 20), (unsigned long long)(per_ctrl_blocks * n_ctrl),
+				(unsigned long long)o.bs);
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		bam_cpu_launch(p.nchunks * n_ctrl, (uint32_t)(ncpu > 0 ? ncpu : 2), prefill_one, &p);
 		if (p.rc) {
