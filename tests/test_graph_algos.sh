@@ -172,6 +172,11 @@ if [ "$rc" -eq 2 ] && grep -q "unknown key 'colour'" "$W/out" && ! grep -q "impo
   pass=$((pass + 1)); echo "ok: demo refuses a bad --backend before importing"
 else fail=$((fail + 1)); echo "FAIL: demo with a bad --backend (exit $rc)"; cat "$W/out"; fi
 refuse "demo: bam only" "runs through bam only" "$BAM" demo "$W/in0.snap" --mode=gpu
+# GPU media on the CPU target: refused before the import too
+rc=0; "$BAM" demo "$W/in0.snap" --backend=emu:media=gpu --target=cpu >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "media=gpu puts the namespace in GPU memory" "$W/out" && ! grep -q "importing" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: demo refuses GPU media on the CPU target before importing"
+else fail=$((fail + 1)); echo "FAIL: demo with GPU media on the CPU target (exit $rc)"; cat "$W/out"; fi
 check "--backend= (empty): the default emu" "$BAM" bfs "$k" --backend= --sources=2
 # an option that needs a value, given last, says so (the --json pre-pass reordered argv,
 # and the graph name became the option's value)

@@ -1248,6 +1248,11 @@ int bam_cmd_demo(int argc, char **argv)
 	char berr[512];
 	if (bam_backend_check(o.backend, berr, sizeof(berr)))
 		return cli_backend_fail("demo", o.backend, -EINVAL, berr);
+	if (cli_backend_media_gpu(o.backend) && !gpu_here) {
+		cli_fail("demo: --backend=%s: media=gpu puts the namespace in GPU memory: it needs the GPU target "
+			 "(this run is on the CPU target; use media=dram)\n", o.backend);
+		return 2;
+	}
 	char def[1024];
 	if (!input) {
 		const char *sd = getenv("BAM_SHARED_DATA");
