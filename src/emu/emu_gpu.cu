@@ -5,8 +5,9 @@
  * controller: it reads the SQ tail doorbell, fetches up to 32 SQEs (one per lane),
  * validates them and injects faults per lane (emu_core.h), moves each command's data
  * with the whole warp (16-byte accesses; for reads the source is host-pinned media,
- * so the data crosses PCIe as an SSD's DMA would, or with media=gpu GPU memory), then posts the CQEs in order, each
- * no earlier than its profile time. The CPU is not involved.
+ * so the data crosses PCIe as an SSD's DMA would, or with media=gpu GPU memory),
+ * then posts the CQEs in order, each no earlier than its profile time. The CPU is
+ * not involved.
  *
  * Deadlock freedom: bam_emu_gpu_start() returns only after every worker block has
  * reported that it is resident. Application kernels launched afterwards can only take
