@@ -124,8 +124,15 @@ uint32_t cli_backend_count(const char *backend)
 {
 	size_t len = 0;
 	const char *v = emu_key(backend, "count", &len);
-	unsigned long n = v ? strtoul(v, NULL, 10) : 1;
-	return n && n <= UINT32_MAX ? (uint32_t)n : 1; /* a bad count: the open refuses it */
+	if (!v)
+		return 1;
+	/* as the emulator reads numbers: decimal, or hex after 0x */
+	const int hex = len > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+	char *end = NULL;
+	unsigned long long n = strtoull(hex ? v + 2 : v, &end, hex ? 16 : 10);
+	if (end != v + len || !n || n > UINT32_MAX)
+		return 1; /* a bad count: the open refuses it */
+	return (uint32_t)n;
 }
 
 int cli_backend_media_gpu(const char *backend)
