@@ -114,7 +114,7 @@ static void usage(FILE *f, const char *cmd)
 		"%s"
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify           check the result against the CPU reference\n"
-		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   I/O engine settings\n"
+		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   --mode=bam: I/O engine settings\n"
 		"  --warps=N          GPU: run each walk kernel with at most N warps (8 to 1048576,\n"
 		"                     rounded up to blocks of 8; default 16 blocks of 8 per SM)\n"
 		"  --json             JSON on stdout\n"
@@ -1138,15 +1138,15 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
-		case 'Q': if (cli_u32(optarg, 1, 65535, &o->qpairs)) goto bad; break;
-		case 'w': if (cli_u32(optarg, 1, 1024, &o->workers)) goto bad; break;
+		case 'Q': if (cli_u32(optarg, 1, 65535, &o->qpairs)) goto bad; o->bam_only = "--qpairs"; break;
+		case 'w': if (cli_u32(optarg, 1, 1024, &o->workers)) goto bad; o->bam_only = "--ctrl-workers"; break;
 		case 'W':
 			if (cli_u32(optarg, 8, 1u << 20, &o->warps)) {
 				cli_fail("%s: --warps=%s: a count from 8 to 1048576\n", cmd, optarg);
 				return 2;
 			}
 			break;
-		case 'o': if (cli_u64(optarg, 1, 3600000, &o->timeout_ms)) goto bad; break;
+		case 'o': if (cli_u64(optarg, 1, 3600000, &o->timeout_ms)) goto bad; o->bam_only = "--timeout-ms"; break;
 		case 'h': usage(stdout, cmd); return -1;
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("%s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
@@ -1250,7 +1250,8 @@ int bam_cmd_demo(int argc, char **argv)
 		return cli_backend_fail("demo", o.backend, -EINVAL, berr);
 	if (cli_backend_media_gpu(o.backend) && !gpu_here) {
 		cli_fail("demo: --backend=%s: media=gpu puts the namespace in GPU memory: it needs the GPU target "
-			 "(this run is on the CPU target; use media=dram)\n", o.backend);
+			 "(%s; use media=dram)\n", o.backend,
+			 o.target == BAM_TARGET_GPU ? "no usable CUDA device was found" : "this run is on the CPU target");
 		return 2;
 	}
 	char def[1024];
