@@ -190,6 +190,13 @@ int bam_bench_array(int argc, char **argv)
 		ws = cache_bytes / 2;
 	uint64_t ws_elems = ws / 8 < n ? ws / 8 : n;
 
+	char be[1024]; /* the back end, its namespaces sized: refused before the baseline runs */
+	if (size > UINT64_MAX - line || cli_backend_sized(backend, size + line, line, be, sizeof(be))) {
+		cli_fail("bench --array: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
+			 (unsigned long long)size);
+		return 2;
+	}
+
 	/* baseline first (the emulator is not running yet) */
 	double base_bps = 0;
 #ifdef BAM_HAVE_CUDA
@@ -200,12 +207,6 @@ int bam_bench_array(int argc, char **argv)
 	if (tgt == BAM_TARGET_GPU)
 		bench_gpu_prepare();
 #endif
-	char be[1024];
-	if (size > UINT64_MAX - line || cli_backend_sized(backend, size + line, line, be, sizeof(be))) {
-		cli_fail("bench --array: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
-			 (unsigned long long)size);
-		return 2;
-	}
 	static struct cli_media media; /* media files this run creates go again if it fails */
 	cli_media_note(&media, be);
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers, .timeout_ns = timeout_ms * 1000000ull};
