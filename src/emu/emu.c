@@ -443,6 +443,7 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 	e->c = calloc(e->n, sizeof(*e->c));
 	e->stop = bam_mem_alloc(ctx, BAM_MEM_HOST_PINNED, 4096);
 	if (!e->c || !e->stop) {
+		bam_mem_free(ctx, BAM_MEM_HOST_PINNED, e->stop); /* NULL: nothing */
 		free(e->c);
 		free(e);
 		return -ENOMEM;
@@ -484,6 +485,11 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 				*priv = NULL;
 				return -ENOMEM;
 			}
+		} else if (!h->db) {
+			e->n = i + 1;
+			emu_open_fail(e);
+			*priv = NULL;
+			return -ENOMEM;
 		} else {
 			hc->d = h;
 		}
