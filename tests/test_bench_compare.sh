@@ -123,6 +123,9 @@ refused "--size near 2^64: too large, not a wrapped namespace" "too large for th
   --size=18446744073709551615 --baseline=0
 refused "--array --size near 2^64: refused, not a run over an array of no lines" "too large for the emulated namespaces" \
   --array --size=18446744073709551615 --steps=10
+refused "GPU media on the CPU target: refused, what to use instead named" "needs the GPU target (this run is on the CPU target; use media=dram)" \
+  --backend=emu:media=gpu
+refused "--array: GPU media on the CPU target" "needs the GPU target" --array --backend=emu:media=gpu --size=16M
 refused "a bad emulator value names what the key takes" "bad value 'GPU' for key 'media' (dram, gpu or file)" \
   --backend=emu:media=GPU --baseline=0
 
