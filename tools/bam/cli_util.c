@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
+#include "bam/bam.h"
 #include "bam/atomic.h"
 #include "cli_util.h"
 
@@ -29,6 +30,19 @@ int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err
 	}
 	cli_fail("%s: --backend=%s: %s\n", cmd, given, err);
 	return rc == -EINVAL ? 2 : 1;
+}
+
+int cli_backend_precheck(const char *cmd, const char *given, const char *resolved, const char *no_gpu)
+{
+	char err[512];
+	if (bam_backend_check(resolved, err, sizeof(err)))
+		return cli_backend_fail(cmd, given, -EINVAL, err);
+	if (no_gpu && cli_backend_media_gpu(resolved)) {
+		snprintf(err, sizeof(err), "media=gpu puts the namespace in GPU memory: it needs the GPU target (%s; use media=dram)",
+			 no_gpu);
+		return cli_backend_fail(cmd, given, -EINVAL, err);
+	}
+	return 0;
 }
 
 static void media_add(struct cli_media *m, const char *p, size_t len, int idx)

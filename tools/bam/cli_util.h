@@ -23,6 +23,12 @@ int cli_backend_arg(const char *cmd, const char *backend);
  * string itself was refused (-EINVAL: unknown back end, key or value), else 1; for
  * -ENODEV (--target=gpu without a GPU) "cmd: err" and 2. */
 int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err);
+/* Before long work, refuse what bam_ctx_open would refuse of the user's --backend value
+ * 'given': the string the run will open ('resolved', e.g. with size= added) as
+ * bam_backend_check parses it, and GPU media when the run has no GPU (no_gpu: why, as
+ * "this run is on the CPU target"; NULL on the GPU target). 0, or 2 (the exit status;
+ * the message printed as cli_backend_fail prints it). */
+int cli_backend_precheck(const char *cmd, const char *given, const char *resolved, const char *no_gpu);
 /* The files a back-end string names: emu's path= (PATH.0 .. PATH.{count-1} when
  * count > 1) and the file back end's paths. */
 #define CLI_MEDIA_MAX 16

@@ -525,13 +525,10 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 #endif
 	/* what the open would refuse, refused before the baseline (a second or so, and
 	 * gigabytes of memory) runs: the string itself, and GPU media off the GPU target */
-	if (bam_backend_check(backend, err, sizeof(err)))
-		return cli_backend_fail("bench", o.backend, -EINVAL, err);
-	if (media_gpu && tgt != BAM_TARGET_GPU) {
-		cli_fail("bench: --backend=%s: media=gpu puts the namespace in GPU memory: it needs the GPU target "
-			 "(this run is on the CPU target; use media=dram)\n", o.backend);
-		return 2;
-	}
+	const int prc = cli_backend_precheck("bench", o.backend, backend,
+					     tgt == BAM_TARGET_GPU ? NULL : "this run is on the CPU target");
+	if (prc)
+		return prc;
 	if (!o.threads)
 		o.threads = tgt == BAM_TARGET_GPU ? 65536 : 16;
 	if (!o.number_ios && o.runtime <= 0)

@@ -196,13 +196,10 @@ int bam_bench_array(int argc, char **argv)
 			 (unsigned long long)size);
 		return 2;
 	}
-	if (bam_backend_check(be, err, sizeof(err)))
-		return cli_backend_fail("bench --array", backend, -EINVAL, err);
-	if (cli_backend_media_gpu(backend) && tgt != BAM_TARGET_GPU) {
-		cli_fail("bench --array: --backend=%s: media=gpu puts the namespace in GPU memory: it needs the GPU target "
-			 "(this run is on the CPU target; use media=dram)\n", backend);
-		return 2;
-	}
+	const int prc = cli_backend_precheck("bench --array", backend, be,
+					     tgt == BAM_TARGET_GPU ? NULL : "this run is on the CPU target");
+	if (prc)
+		return prc;
 
 	/* baseline first (the emulator is not running yet) */
 	double base_bps = 0;

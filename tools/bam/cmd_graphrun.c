@@ -1245,15 +1245,11 @@ int bam_cmd_demo(int argc, char **argv)
 		cli_fail("demo: --warps applies to the GPU target (this run is on the CPU target)\n");
 		return 2;
 	}
-	char berr[512];
-	if (bam_backend_check(o.backend, berr, sizeof(berr)))
-		return cli_backend_fail("demo", o.backend, -EINVAL, berr);
-	if (cli_backend_media_gpu(o.backend) && !gpu_here) {
-		cli_fail("demo: --backend=%s: media=gpu puts the namespace in GPU memory: it needs the GPU target "
-			 "(%s; use media=dram)\n", o.backend,
-			 o.target == BAM_TARGET_GPU ? "no usable CUDA device was found" : "this run is on the CPU target");
-		return 2;
-	}
+	if ((rc = cli_backend_precheck("demo", o.backend, o.backend,
+				       gpu_here                        ? NULL
+				       : o.target == BAM_TARGET_GPU ? "no usable CUDA device was found"
+								    : "this run is on the CPU target")))
+		return rc;
 	char def[1024];
 	if (!input) {
 		const char *sd = getenv("BAM_SHARED_DATA");
