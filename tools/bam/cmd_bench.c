@@ -735,6 +735,10 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	double mbps = elapsed > 0 ? (double)res.bytes / elapsed / 1e6 : 0;
 	uint64_t p50 = percentile(&res, 0.50), p99 = percentile(&res, 0.99), p999 = percentile(&res, 0.999);
 	const int on_gpu = bam_ctx_target(ctx) == BAM_TARGET_GPU;
+	/* what the baseline read (JSON "what", and the summary line) */
+	const char *base_what = !on_gpu ? "host threads copying random bs chunks of host memory"
+				: media_gpu ? "plain kernel reading random bs chunks of GPU memory (where emu:media=gpu keeps the data)"
+					    : "plain kernel reading random bs chunks of pinned host memory";
 	const char *tname = on_gpu ? "gpu" : "cpu";
 	char desc[1024];
 	snprintf(desc, sizeof(desc), "%s", bam_ctx_backend_desc(ctx));
@@ -792,9 +796,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		cJSON_AddNumberToObject(r, "commands", (double)tot.cmds);
 		if (want_base) {
 			cJSON *b = cJSON_AddObjectToObject(j, "baseline");
-			cJSON_AddStringToObject(b, "what", !on_gpu ? "host threads copying random bs chunks of host memory"
-				: media_gpu ? "plain kernel reading random bs chunks of GPU memory (where emu:media=gpu keeps the data)"
-				: "plain kernel reading random bs chunks of pinned host memory");
+			cJSON_AddStringToObject(b, "what", base_what);
 			cJSON_AddNumberToObject(b, "chunks_per_s", base_cps);
 			cJSON_AddNumberToObject(b, "MBps", base_bps / 1e6);
 			cJSON_AddNumberToObject(b, "ratio_bw", base_bps > 0 ? mbps * 1e6 / base_bps : 0);
@@ -839,10 +841,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		       tot.qp.doorbells ? (double)tot.qp.submitted / tot.qp.doorbells : 0.0,
 		       (unsigned long long)tot.injected, (unsigned long long)tot.qp.late);
 		if (want_base) {
-			printf("  baseline (%s): %.0f chunks/s, %.1f MB/s -> bam/baseline = %.3f (bandwidth)\n",
-			       !on_gpu ? "host threads copying random chunks"
-			       : media_gpu ? "GPU kernel, random chunks of GPU memory, as emu:media=gpu"
-			       : "GPU kernel, random chunks of pinned host memory",
+			printf("  baseline (%s): %.0f chunks/s, %.1f MB/s -> bam/baseline = %.3f (bandwidth)\n", base_what,
 			       base_cps, base_bps / 1e6, base_bps > 0 ? mbps * 1e6 / base_bps : 0);
 			if (hbm_bps > 0)
 				printf("  HBM read: %.1f GB/s\n", hbm_bps / 1e9);
