@@ -362,16 +362,23 @@ nomem:
 /* ---- open / close -------------------------------------------------------------- */
 
 /* The back end a back-end string names ("" or NULL: emu) and, in *args, the text after
- * its "name:"; NULL with the message in err (not NULL) if none is registered. */
-static const struct bam_backend_ops *backend_of(const char *backend, const char **args, char *err, size_t errlen)
+ * its "name:"; NULL with the message in err if none is registered. The caller's err
+ * (*err, *errlen) is cleared first, or, when it is NULL, replaced by local[locallen]. */
+static const struct bam_backend_ops *backend_of(const char *backend, const char **args, char **err, size_t *errlen,
+						char *local, size_t locallen)
 {
+	if (!*err) {
+		*err = local;
+		*errlen = locallen;
+	}
+	(*err)[0] = 0;
 	if (!backend || !*backend)
 		backend = "emu";
 	const char *colon = strchr(backend, ':');
 	size_t nlen = colon ? (size_t)(colon - backend) : strlen(backend);
 	const struct bam_backend_ops *ops = bam_backend_find(backend, nlen);
 	if (!ops)
-		set_err(err, errlen, "unknown back end '%.*s' (known: emu, file)", (int)nlen, backend);
+		set_err(*err, *errlen, "unknown back end '%.*s' (known: emu, file)", (int)nlen, backend);
 	*args = colon ? colon + 1 : "";
 	return ops;
 }
@@ -379,13 +386,8 @@ static const struct bam_backend_ops *backend_of(const char *backend, const char 
 int bam_backend_check(const char *backend, char *err, size_t errlen)
 {
 	char localerr[512];
-	if (!err) {
-		err = localerr;
-		errlen = sizeof(localerr);
-	}
-	err[0] = 0;
 	const char *args;
-	const struct bam_backend_ops *ops = backend_of(backend, &args, err, errlen);
+	const struct bam_backend_ops *ops = backend_of(backend, &args, &err, &errlen, localerr, sizeof(localerr));
 	if (!ops)
 		return -EINVAL;
 	return ops->check ? ops->check(args, err, errlen) : 0;
@@ -395,13 +397,8 @@ int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct ba
 		 char *err, size_t errlen)
 {
 	char localerr[512];
-	if (!err) {
-		err = localerr;
-		errlen = sizeof(localerr);
-	}
-	err[0] = 0;
 	const char *args;
-	const struct bam_backend_ops *ops = backend_of(backend, &args, err, errlen);
+	const struct bam_backend_ops *ops = backend_of(backend, &args, &err, &errlen, localerr, sizeof(localerr));
 	if (!ops)
 		return -EINVAL;
 	struct bam_ctx *ctx = calloc(1, sizeof(*ctx));
