@@ -405,29 +405,20 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		free(e);
 		return -EINVAL;
 	}
-	if (e->cfg.media_gpu) {
-		/* GPU media: device memory, zeroed; refuse what cannot fit */
+	if (!e->cfg.media_file) {
+		/* media in memory, refused up front when it cannot fit: GPU media in device
+		 * memory, DRAM media in host memory (pinned and zeroed on the GPU target;
+		 * mapped lazily on the CPU target, but a run that writes it all would end with
+		 * the OOM killer) */
+		const int gpu = e->cfg.media_gpu;
 		uint64_t avail = 0, total = e->cfg.size * e->cfg.count;
-		if (!bam_mem_available(ctx->target, BAM_MEM_DEVICE, &avail) &&
+		if (!bam_mem_available(ctx->target, gpu ? BAM_MEM_DEVICE : BAM_MEM_HOST_PINNED, &avail) &&
 		    (total / e->cfg.count != e->cfg.size || total > avail)) {
-			snprintf(err, errlen, "emu: %u x %llu bytes of GPU media (%.1f GiB) do not fit in the %.1f GiB of "
-				 "GPU memory free: use a smaller size= or media=dram",
-				 e->cfg.count, (unsigned long long)e->cfg.size,
-				 (double)e->cfg.size * e->cfg.count / (double)(1ull << 30), (double)avail / (double)(1ull << 30));
-			free(e);
-			return -ENOMEM;
-		}
-	} else if (!e->cfg.media_file) {
-		/* DRAM media: host memory (pinned and zeroed on the GPU target; mapped lazily on
-		 * the CPU target, but a run that writes it all would end with the OOM killer).
-		 * Refuse up front what cannot fit. */
-		uint64_t avail = 0, total = e->cfg.size * e->cfg.count;
-		if (!bam_mem_available(ctx->target, BAM_MEM_HOST_PINNED, &avail) &&
-		    (total / e->cfg.count != e->cfg.size || total > avail)) {
-			snprintf(err, errlen, "emu: %u x %llu bytes of DRAM media (%.1f GiB) do not fit in the %.1f GiB of "
-				 "host memory available: use a smaller size=, or media=file,path=FILE",
-				 e->cfg.count, (unsigned long long)e->cfg.size,
-				 (double)e->cfg.size * e->cfg.count / (double)(1ull << 30), (double)avail / (double)(1ull << 30));
+			snprintf(err, errlen, "emu: %u x %llu bytes of %s media (%.1f GiB) do not fit in the %.1f GiB of %s: %s",
+				 e->cfg.count, (unsigned long long)e->cfg.size, gpu ? "GPU" : "DRAM",
+				 (double)e->cfg.size * e->cfg.count / (double)(1ull << 30), (double)avail / (double)(1ull << 30),
+				 gpu ? "GPU memory free" : "host memory available",
+				 gpu ? "use a smaller size= or media=dram" : "use a smaller size=, or media=file,path=FILE");
 			free(e);
 			return -ENOMEM;
 		}
