@@ -72,9 +72,9 @@ BAM_API int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts,
 			 struct bam_ctx **out, char *err, size_t errlen);
 
 /* Parse a back-end string ("name[:key=value,...]", docs/BACKENDS.md) as bam_ctx_open
- * would, opening, creating and allocating nothing: for a tool to refuse a bad --backend before long work. Returns 0 or -EINVAL
- * (unknown back end or key, bad value, malformed string; the message bam_ctx_open
- * would give in err, which may be NULL). Checks that need the open (files, memory,
+ * would, opening, creating and allocating nothing: for a tool to refuse a bad --backend
+ * before long work. Returns 0 or -EINVAL (unknown back end or key, bad value, malformed
+ * string; the message bam_ctx_open would give in err, which may be NULL). Checks that need the open (files, memory,
  * the GPU) are bam_ctx_open's. A back end registered without such a check passes. */
 BAM_API int bam_backend_check(const char *backend, char *err, size_t errlen);
 
