@@ -45,7 +45,13 @@
  *     pass nothing) is a blocking wait until one of the words it reads changes.
  *  R5 bam_qpair_wait's "at most 8 tries to pass its own CQE" becomes: the first try,
  *     then give up at any point, or try again when a try can pass something. This
- *     includes every behaviour of the bounded loop.
+ *     includes every behaviour of the bounded loop. Before it, a choice to skip the
+ *     help altogether: bam_qpair_help_lazy (a line fill whose CQE the head lagged
+ *     little behind) does that.
+ *  The waiter's scan loads a group of DW3s before it looks at any (BAM_QP_SCAN);
+ *     its checks are thread-local, so that is the schedule of the entry-by-entry scan
+ *     below in which no other process moves between the loads, with the loads past
+ *     the end of the posted CQEs discarded.
  *  R6 the submitter's SQE write (:318-323), the controller's SQE copy (emu.c:423) and
  *     CQE post (emu_core.h:270-274) are one step each: an SQ slot changes hands only
  *     through mark, doorbell and SQHD, and a violation fails an assertion at the
@@ -607,6 +613,13 @@ active [NT] proctype Thread()
 		   :: skip
 		   fi;
 #endif
+		   /* not there yet: the waiter may try to move the CQ head (bam_qpair_wait_pos
+		    * does on its first look and every 64th after; a choice here covers every
+		    * such schedule) */
+		   if
+		   :: try_advance()
+		   :: skip
+		   fi;
 		   /* :394 spin, then rescan (R4): a rescan reads the same values until the
 		    * CQ head moves or the CQE where the scan stopped is posted */
 		   (cq_head != start || (((p + CW - start) % CW) < D && cqe_ph[p % D] == PHASE(p)));
@@ -628,6 +641,12 @@ found:
 		cid_state[id] = CID_FREE;               /* BROKEN: CID and credit freed here */
 		credits = credits - 1;
 #endif
+		/* bam_qpair_help_lazy: a fill whose CQE the head lagged little behind does
+		 * not help at all; the next head move passes its CQE */
+		if
+		:: goto cmd_done
+		:: skip
+		fi;
 #ifdef FINE
 		kk = 0;
 		do                                      /* :382-386 */

@@ -4,11 +4,12 @@
 Usage: results-rows.py OUTDIR COMMIT MACHINE
 Writes OUTDIR/rows-<family>.md (family: io, cache, graph, file); each row carries the date,
 commit, machine, the exact command (from OUTDIR/<name>.cmd) and the numbers with the
-baseline measured in the same run. Numbers are copied from the JSON, never typed.
+baseline measured in the same run. Numbers are copied from the JSON, never typed. A run
+whose binary is another commit's (gpu-check stage ab) names it in OUTDIR/<name>.commit.
 """
 import json, os, sys, datetime
 
-out, commit, machine = sys.argv[1], sys.argv[2], sys.argv[3]
+out, run_commit, machine = sys.argv[1], sys.argv[2], sys.argv[3]
 date = datetime.date.today().isoformat()
 rows = {"io": [], "cache": [], "graph": [], "file": []}
 
@@ -33,6 +34,10 @@ for fn in sorted(os.listdir(out)):
     if d is None:
         continue
     c = "`" + cmd(name).replace("|", "\\|") + "`"
+    try:
+        commit = open(os.path.join(out, name + ".commit")).read().strip() or run_commit
+    except OSError:
+        commit = run_commit
     if "compare" in d:  # bam bench --compare (scripts/gpu-check-file)
         r, cp = d["result"], d["compare"]
         def side(k):

@@ -196,8 +196,8 @@ BAM_HD_INLINE uint32_t bam_array_line_bytes(const struct bam_array_dev *a, uint6
 
 /* Read (opc READ) or write line l to/from slot s. Writes go to every replica. With
  * 'later' set (a read), a completed command's queue pair is left for the caller to
- * help along (bam_dev_io_help(later)) once it has published the line; later->qp is
- * NULL when there is nothing to help. */
+ * help along (bam_dev_io_help_lazy(later)) once it has published the line; later->qp
+ * is NULL when there is nothing to help. */
 BAM_HD_INLINE int bam_array_line_io_ex(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
 				       uint64_t hint, uint16_t *status, struct bam_io *later)
 {
@@ -487,10 +487,11 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				}
 			}
 			bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
-			/* only now help the queue pair's CQ head past our completion: the readers
-			 * waiting for this line need not wait for that */
+			/* only now help the queue pair's CQ head past our completion, and only
+			 * if it lags far behind: the readers waiting for this line need not wait
+			 * for that, nor, mostly, this warp (bam_qpair_help_lazy) */
 			if (later.qp)
-				bam_dev_io_help(&later);
+				bam_dev_io_help_lazy(&later);
 			BAM_PROF(a, 2, BAM_PROF_T() - pt0);
 			if (waited)
 				BAM_PROF(a, 3, BAM_PROF_T() - waited);

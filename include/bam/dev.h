@@ -143,6 +143,7 @@ struct bam_io {
 	struct bam_qpair *qp;
 	uint64_t deadline;
 	uint32_t cq_pos;        /* bam_dev_io_wait_nohelp: where its CQE was */
+	uint32_t cq_lag;        /* and how many CQEs before it the CQ head had not passed */
 	uint16_t cid;
 };
 
@@ -192,7 +193,7 @@ BAM_HD_INLINE int bam_dev_io_wait(struct bam_io *io, uint16_t *status)
  * bam_qpair_wait_pos. */
 BAM_HD_INLINE int bam_dev_io_wait_nohelp(struct bam_io *io, uint16_t *status)
 {
-	return bam_qpair_wait_pos(io->qp, io->cid, io->deadline, status, &io->cq_pos);
+	return bam_qpair_wait_pos(io->qp, io->cid, io->deadline, status, &io->cq_pos, &io->cq_lag);
 }
 
 /* Help io's queue pair's CQ head past io's CQE (after bam_dev_io_wait_nohelp returned
@@ -200,6 +201,13 @@ BAM_HD_INLINE int bam_dev_io_wait_nohelp(struct bam_io *io, uint16_t *status)
 BAM_HD_INLINE void bam_dev_io_help(const struct bam_io *io)
 {
 	bam_qpair_help_head(io->qp, io->cq_pos);
+}
+
+/* The same only when the CQ head lagged far behind io's CQE (bam_qpair_help_lazy):
+ * otherwise the CQE is left to the queue pair's next head move. */
+BAM_HD_INLINE void bam_dev_io_help_lazy(const struct bam_io *io)
+{
+	bam_qpair_help_lazy(io->qp, io->cq_pos, io->cq_lag);
 }
 
 /*
