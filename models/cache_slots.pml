@@ -39,14 +39,6 @@
  *     under an abandoned CID it did not return. At most MAXTO timeouts per run.
  *  R4 one array; line data is a ghost: data[s] = which line the slot's bytes hold
  *     (JUNK while a transfer into it is half done).
- *  R5 the clock takes BAM_CLOCK_BATCH positions with one fetch_add and loads their
- *     state words before it acts on any; the model takes one position at a time. The
- *     batch is the schedule in which no other thread takes the hand between its
- *     positions, with each state word read earlier than the model reads it: a stale
- *     word at worst clears a REF bit (a hint) or makes the lock's CAS, from the value
- *     read, fail; the reclaim re-reads the word itself. After the victim is locked
- *     the batch's other positions are only passed (REF cleared), which the model's
- *     pick after a break covers as positions the hand reaches later.
  *
  * Properties:
  *  (1) a reader that got a slot sees its line there (data[s] == l), and no transfer

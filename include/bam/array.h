@@ -366,49 +366,35 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 	return 0;
 }
 
-/* Clock positions a victim search takes with one atomic, their state words read at
- * once. */
-#define BAM_CLOCK_BATCH 4u
-
 /* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
  * Retired and pinned slots met on the way are given back when their command is known
- * complete; after a fruitless sweep, helping their queues' CQ heads along. The hand
- * moves BAM_CLOCK_BATCH positions per atomic and their state words are loaded
- * together (one round trip each instead of one per position: a victim search took
- * 5-6 us of a BFS line fill on the H200); every position taken is passed as a
- * one-position hand would pass it (REF cleared, by an atomic and that nobody waits
- * for: REF is only the second-chance hint), except that after the victim is locked
- * the rest of the batch is not evicted. A state word read here may be stale by the
- * time it is acted on: the lock is a CAS from the value read, so it fails then. */
+ * complete; after a fruitless sweep, helping their queues' CQ heads along. A REF bit
+ * the hand passes is cleared by an atomic and nobody waits for (REF is only the
+ * second-chance hint; a CAS from the value read cost a round trip per position).
+ * Moving the hand several positions per atomic was tried twice and not kept: a
+ * search that stops at its victim either skips the rest of its positions or passes
+ * them, and either way the hand no longer moves as a one-position clock's does (on
+ * the H200: 32 positions, kron26 BFS read 5% more; 4 positions passed, kron22 CC read
+ * 8% more; results/graph.md). */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
 {
 	uint32_t iter = 0;
 	for (;;) {
 		/* sweep twice the cache: the first pass may only clear REF bits */
-		for (uint64_t k = 0; k < 2 * c->n_slots; k += BAM_CLOCK_BATCH) {
-			const uint64_t h = bam_fetch_add_relaxed_gpu_u64(&c->hand, BAM_CLOCK_BATCH);
-			uint32_t sts[BAM_CLOCK_BATCH];
-			for (uint32_t i = 0; i < BAM_CLOCK_BATCH; i++)
-				sts[i] = bam_load_relaxed_u32(&c->state[(h + i) % c->n_slots]);
-			int64_t victim = -1;
-			for (uint32_t i = 0; i < BAM_CLOCK_BATCH; i++) {
-				const uint64_t s = (h + i) % c->n_slots;
-				const uint32_t st = sts[i];
-				if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
-					if (victim < 0 && (st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) &&
-					    bam_cache_slot_reclaim(c, s, iter > 0))
-						victim = (int64_t)s;
-					continue;
-				}
-				if (st & BAM_SLOT_REF) {
-					bam_red_and_relaxed_gpu_u32(&c->state[s], ~BAM_SLOT_REF);
-					continue;
-				}
-				if (victim < 0 && bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
-					victim = (int64_t)s;
+		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
+			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
+			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
+				if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
+					return (int64_t)s;
+				continue;
 			}
-			if (victim >= 0)
-				return victim;
+			if (st & BAM_SLOT_REF) {
+				bam_red_and_relaxed_gpu_u32(&c->state[s], ~BAM_SLOT_REF);
+				continue;
+			}
+			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
+				return (int64_t)s;
 		}
 		/* every slot referenced or busy: wait for releases, bounded */
 		if (bam_time_ns() > deadline)

@@ -421,6 +421,11 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 		return -EIO;
 
 	/* modelled in models/qpair.pml: proctype Thread, steps 1-5 */
+	/* 0. where the CID search of step 2 starts: a hint only, taken first so that its
+	 * round trip overlaps the credit's (a hint used after a long wait for a credit, or
+	 * not at all, is as good as any) */
+	const uint32_t c0 = bam_fetch_add_relaxed_gpu_u32(&qp->cid_hint, 1);
+
 	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule).
 	 * The wait for a credit is bounded by progress: a waiter behind thousands of
 	 * others is in line, not stuck, so every move of the CQ head restarts its window
@@ -466,12 +471,13 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 		bam_qp_credit_pause(iter++);
 	}
 
-	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits) */
-	uint32_t c0 = bam_fetch_add_relaxed_gpu_u32(&qp->cid_hint, 1);
+	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits).
+	 * The hinted one is mostly free: a CAS without a load first; the rest of the
+	 * search loads before it tries. */
 	uint32_t id = 0;
 	for (uint32_t i = 0;; i++) {
 		id = (c0 + i) & mask;
-		if (bam_load_relaxed_u32(&qp->cid_state[id]) == BAM_CID_FREE &&
+		if ((i == 0 || bam_load_relaxed_u32(&qp->cid_state[id]) == BAM_CID_FREE) &&
 		    bam_cas_acq_rel_gpu_u32(&qp->cid_state[id], BAM_CID_FREE, BAM_CID_BUSY) == BAM_CID_FREE)
 			break;
 		if (i > 4 * qp->depth && bam_qp_deadline_passed(deadline)) {
