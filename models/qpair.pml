@@ -56,11 +56,6 @@
  *     CQE post (emu_core.h:270-274) are one step each: an SQ slot changes hands only
  *     through mark, doorbell and SQHD, and a violation fails an assertion at the
  *     first early access; no reader looks at DW2 before it saw the new phase in DW3.
- *  R7 the CID hint's fetch_add, which the C code issues before the credit (step 0,
- *     so that the two round trips overlap), is taken at the start of step 2: the
- *     hint is only where the search starts, the search finds a free CID from any
- *     start, and the hint word is read by nothing else; taking it earlier made
- *     the states 8 times as many (the hint held through the credit wait).
  *
  * Scale. 32-bit virtual counters become small counters with explicit modulo, so they
  * wrap during a run: tickets, sq_tail, sq_head modulo TW (a multiple of D, as 2^32
@@ -496,8 +491,8 @@ active [NT] proctype Thread()
 		od;
 		r = 0;
 
-		/* ---- 2. a CID: qpair.h:282-294 (the hint's fetch_add of step 0 here: R7) ---- */
-		atomic { id = cid_hint; cid_hint = (cid_hint + 1) % D };
+		/* ---- 2. a CID: qpair.h:282-294 ---- */
+		atomic { id = cid_hint; cid_hint = (cid_hint + 1) % D };   /* :283 fetch_add */
 		do
 #ifdef FINE
 		:: if                                   /* :287 load relaxed; :288 CAS (the
