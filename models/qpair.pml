@@ -629,11 +629,13 @@ active [NT] proctype Thread()
 		od;
 found:
 		atomic {                                /* :374 DW3 again, acquire; :375 fence */
-			/* still the CQE the scan matched: the status (:377) comes from here */
+			/* still the CQE the scan matched: the status (:377) comes from here
+			 * (the GPU build takes it from the scan's load, which this shows to be
+			 * the same, and orders with the fence alone) */
 			assert(cqe_cid[p % D] == id && cqe_ph[p % D] == PHASE(p));
 			dcmd = cqe_cmd[p % D]
 		}
-		atomic {                                /* :377-378 fetch_or consumed bit */
+		atomic {                                /* :377-378 or of the consumed bit */
 			assert(dcmd == mycmd);          /* the completion is this thread's command */
 			assert(!g_cq_taken[p % D]);     /* no CQE is accepted twice */
 			g_cq_taken[p % D] = 1;

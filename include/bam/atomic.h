@@ -42,6 +42,31 @@ BAM_HD_INLINE uint64_t bam_load_relaxed_u64(const uint64_t *p)
 #endif
 }
 
+/* Strong relaxed loads at GPU and at system scope (PTX ld.relaxed.SCOPE): a fence
+ * after one makes the acquire pattern of the PTX memory model (the load reads from a
+ * release, the fence orders what follows after it). Host: C11 relaxed loads. */
+BAM_HD_INLINE uint32_t bam_load_relaxed_gpu_u32(const uint32_t *p)
+{
+#if BAM_ON_GPU
+	uint32_t v;
+	asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+BAM_HD_INLINE uint32_t bam_load_relaxed_sys_u32(const uint32_t *p)
+{
+#if BAM_ON_GPU
+	uint32_t v;
+	asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
 BAM_HD_INLINE uint32_t bam_load_acquire_gpu_u32(const uint32_t *p)
 {
 #if BAM_ON_GPU

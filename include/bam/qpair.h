@@ -45,7 +45,8 @@
 /* Counters kept per queue pair (all monotonic, read by bam_qpair_stats). */
 struct bam_qpair_counters {
 	uint64_t submitted;   /* SQEs made visible to the controller */
-	uint64_t completed;   /* CQEs passed by the CQ head */
+	uint64_t completed;   /* CQEs passed by the CQ head (a fill's CQE may wait for the
+			       * next head move: bam_qpair_help_lazy) */
 	uint64_t doorbells;   /* SQ tail doorbell writes (submitted/doorbells = batching) */
 	uint64_t timeouts;    /* waits that gave up (-ETIMEDOUT) */
 	uint64_t late;        /* CQEs that arrived for abandoned CIDs */
@@ -232,7 +233,7 @@ BAM_HD_INLINE void bam_qp_poll_pause(const struct bam_qpair *qp, uint32_t iter)
 BAM_HD_INLINE uint32_t bam_qp_cqe_dw3_relaxed(const struct bam_qpair *qp, uint32_t p)
 {
 	const uint32_t *w = (const uint32_t *)&qp->cq[p & (qp->depth - 1)];
-	return bam_load_relaxed_u32(&w[3]);
+	return qp->sys_scope ? bam_load_relaxed_sys_u32(&w[3]) : bam_load_relaxed_gpu_u32(&w[3]);
 }
 
 /*
@@ -660,13 +661,22 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
 				if ((w[k] & 0xffffu) != cid)
 					continue;
 				/* ours: order the data the command moved (and the rest of the CQE)
-				 * after the DW3 we saw; re-read DW3 with acquire to pair with the
-				 * controller's release */
+				 * after the DW3 we saw, pairing with the controller's release of it.
+				 * GPU: the scan's strong relaxed load, at the controller's scope, and
+				 * the fence make that acquire pattern. Host threads re-read DW3 with
+				 * acquire (ThreadSanitizer does not see fences); the SPIN model
+				 * asserts the re-read finds the same CQE. */
+#if BAM_ON_GPU
+				const uint32_t dw3 = w[k];
+#else
 				const uint32_t dw3 = bam_qp_cqe_dw3(qp, p);
+#endif
 				bam_qp_fence(qp);
 				const uint32_t slot = p & (depth - 1);
 				*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
-				bam_fetch_or_acq_rel_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
+				/* consumed: a release nobody waits for (it orders our reads of
+				 * the CQE before the head mover's acquire of the bit) */
+				bam_red_or_release_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
 				*pos = p;
 				*lag = p - start;
 				return 0;
