@@ -106,6 +106,7 @@ refuse "host mode refuses --backend (not read there)" "--backend applies to --mo
 refuse "host mode refuses --cache-size" "--cache-size applies to --mode=bam only" "$BAM" cc "$k" --mode=host --cache-size=4M
 refuse "--sources out of range states the range" "from 1 to 1048576" "$BAM" bfs "$k" --sources=2000000
 refuse "lines smaller than the LBA: the line size is named" "line size 512 is not a multiple" "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512
+refuse "emu DRAM media larger than memory: what to change is named" "use a smaller namespace (size=" "$BAM" bfs "$k" --backend=emu:size=512T
 refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" --backend=file:"$W/no/such/dir/x.dat",size=64M
 # emulated media in a file: created with size=, refused (and not created) without
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2

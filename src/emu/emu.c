@@ -418,7 +418,8 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 				 e->cfg.count, (unsigned long long)e->cfg.size, gpu ? "GPU" : "DRAM",
 				 (double)e->cfg.size * e->cfg.count / (double)(1ull << 30), (double)avail / (double)(1ull << 30),
 				 gpu ? "GPU memory free" : "host memory available",
-				 gpu ? "use a smaller size= or media=dram" : "use a smaller size=, or media=file,path=FILE");
+				 gpu ? "use a smaller namespace (size=; bam bench sets it from --size) or media=dram"
+				     : "use a smaller namespace (size=; bam bench sets it from --size), or media=file,path=FILE");
 			free(e);
 			return -ENOMEM;
 		}
