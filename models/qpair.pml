@@ -564,7 +564,15 @@ active [NT] proctype Thread()
 			if
 			:: okl ->
 				move_tail();            /* :332 */
-				atomic { sq_lock = 0; okl = 0; t0 = 0; t = 0 }  /* :333 unlock; :334 */
+				/* :333 unlock; our ticket in [t0, t): our own move made our
+				 * SQE visible, done without looking at the mark again */
+				if
+				:: ((ticket + TW - t0) % TW) < ((t + TW - t0) % TW) ->
+					atomic { sq_lock = 0; okl = 0; t0 = 0; t = 0 };
+					break
+				:: else ->
+					atomic { sq_lock = 0; okl = 0; t0 = 0; t = 0 }
+				fi
 			:: else ->
 #if defined(TIMEOUTS) && defined(BROKEN_STEP5_STRAND)
 				if                      /* BROKEN: the code before commit 5f4f8eb */

@@ -355,7 +355,8 @@ BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
 }
 
 /* move_tail: the caller holds sq_lock. Advances sq_tail over consecutive marked slots,
- * clears their marks, writes the doorbell once. Returns the number made visible.
+ * clears their marks, writes the doorbell once. Returns the number made visible, the
+ * virtual tail it started from in *from (the SQEs of tickets from .. from + n - 1).
  * A mark word is read once and its run of marked slots cleared with one atomic: only
  * the lock holder clears marks and submitters only set them, so every bit seen set
  * stays set until cleared here, and the run is what slot-by-slot tests at the moment
@@ -363,10 +364,11 @@ BAM_HD_INLINE void bam_qpair_cq_try_advance(struct bam_qpair *qp)
  * dependent atomics per slot: a warp's 32 commands cost 32 us of lock hold on the
  * H200 done slot by slot). */
 /* modelled in models/qpair.pml: inline move_tail (the word-wise run as one step) */
-BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp)
+BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp, uint32_t *from)
 {
 	const uint32_t mask = qp->depth - 1;
 	const uint32_t t0 = bam_load_relaxed_u32(&qp->sq_tail);
+	*from = t0;
 	uint32_t t = t0;
 	for (;;) {
 		const uint32_t slot = t & mask, b = slot & 31u;
@@ -536,8 +538,13 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	while (bam_load_acquire_gpu_u32(&qp->sq_mark[slot >> 5]) & bam_qp_bit(slot)) {
 		const int moved = bam_qp_trylock(&qp->sq_lock);
 		if (moved) {
-			bam_qpair_sq_move_tail_locked(qp);
+			/* the virtual tail our own move reached: past our ticket, the SQE is
+			 * visible (our mark was cleared by us), no need to load the mark again */
+			uint32_t from = 0;
+			const uint32_t n = bam_qpair_sq_move_tail_locked(qp, &from);
 			bam_qp_unlock(&qp->sq_lock);
+			if (ticket - from < n)
+				break;
 		}
 		/* The tail stops at an earlier slot whose writer has not marked it yet, or
 		 * the lock holder is moving it; those waits end (a writer marks its slot or
