@@ -6,6 +6,7 @@
  * command shows up as a timeout, a wrong block, or wrong counts. Run under
  * ThreadSanitizer in CI (label "concurrency").
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 #include "bam/bam.h"
 #include "bam/dev.h"
+#include "bam/qpair.h"
 
 struct job {
 	struct bam_dev *dev;
@@ -149,9 +151,74 @@ static void test_depth2(void **state)
 	run(16, 2, 1, 1, scale());
 }
 
+/*
+ * Line fills that leave their CQEs to the next head move (bam_qpair_help_lazy): the
+ * worst case, played by one thread that is also the controller. The CQE at the head is
+ * consumed last, when nothing before it is unpassed (lag 0), so its fill does not help,
+ * and the fills behind it could not pass it: every credit stays held with nothing in
+ * flight. Nobody hangs: the next submitter finds the queue pair full, moves the head
+ * past all of them and goes on.
+ */
+static void test_lazy_help_recovers(void **state)
+{
+	(void)state;
+	enum { DEPTH = 32 };
+	static struct bam_qpair qp;
+	static struct nvme_sqe sq[DEPTH];
+	static struct nvme_cqe cq[DEPTH];
+	static uint32_t turn[DEPTH], mark[1], consumed[1], cid[DEPTH], sqdb, cqdb;
+	memset(&qp, 0, sizeof(qp));
+	qp.sq = sq;
+	qp.cq = cq;
+	qp.sq_doorbell = &sqdb;
+	qp.cq_doorbell = &cqdb;
+	qp.sq_turn = turn;
+	qp.sq_mark = mark;
+	qp.cq_consumed = consumed;
+	qp.cid_state = cid;
+	qp.depth = DEPTH;
+	qp.depth_shift = 5;
+	qp.qid = 1;
+	qp.nsid = 1;
+	const uint64_t dl = bam_time_ns() + 5000000000ull;
+	struct nvme_sqe s;
+	memset(&s, 0, sizeof(s));
+	s.opc = NVME_CMD_READ;
+	uint16_t c[DEPTH];
+	const uint32_t n = DEPTH - 1; /* as many as the queue pair takes */
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(bam_qpair_submit_ex(&qp, &s, dl, &c[i], 1), 0);
+	assert_int_equal(sqdb, n); /* every SQE made visible */
+	for (uint32_t i = 0; i < n; i++) { /* the controller: CQE i at CQ position i, in order */
+		uint32_t *w = (uint32_t *)&cq[i];
+		w[2] = i + 1; /* SQHD */
+		__atomic_store_n(&w[3], (uint32_t)c[i] | (1u << 16), __ATOMIC_RELEASE); /* phase 1 */
+	}
+	for (uint32_t k = 0; k < n; k++) { /* fills 1 .. n-1 first, fill 0 (at the head) last */
+		const uint32_t i = (k + 1) % n;
+		uint16_t st = 1;
+		uint32_t p = 0, lag = 0;
+		assert_int_equal(bam_qpair_wait_pos(&qp, c[i], dl, &st, &p, &lag), 0);
+		assert_int_equal(st, 0);
+		assert_int_equal(p, i);
+		assert_int_equal(lag, i); /* the head never moved: CQE 0 held it */
+		bam_qpair_help_lazy(&qp, p, lag);
+	}
+	assert_int_equal(qp.cq_head, 0);
+	assert_int_equal(qp.credits, n); /* all held, none in flight: the worst case */
+	uint16_t more = 0;
+	assert_int_equal(bam_qpair_submit_ex(&qp, &s, dl, &more, 0), -EAGAIN); /* looks full */
+	assert_int_equal(bam_qpair_submit_ex(&qp, &s, dl, &more, 1), 0);   /* moves the head, goes on */
+	assert_int_equal(qp.cq_head, n);
+	assert_int_equal(qp.cnt.completed, n);
+	assert_int_equal(qp.credits, 1);
+	assert_int_equal(cqdb, n); /* the CQ head doorbell rang past all of them */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lazy_help_recovers),
 		cmocka_unit_test(test_depth2),
 		cmocka_unit_test(test_64_threads_depth4),
 		cmocka_unit_test(test_128_threads_1M_commands),

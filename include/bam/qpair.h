@@ -55,8 +55,8 @@ struct bam_qpair_counters {
 
 /*
  * The queue pair. Lives in memory the submitting threads and the controller can both
- * reach (GPU memory on the GPU; host memory on the CPU target). Built by
- * bam_qpair_init() or by the back end; the fields are the protocol's state, not an
+ * reach (GPU memory on the GPU; host memory on the CPU target). Built by the context
+ * (src/core/ctx.c) or by hand in tests; the fields are the protocol's state, not an
  * API. Hot counters sit on their own 128-byte lines.
  */
 struct bam_qpair {
@@ -617,9 +617,12 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
  * caller leaves its CQE to the next thread that moves the head (a waiter whose CQE is
  * not there yet, a thread short of credits, or a later waiter that finds the head
  * lagging), which passes it with the others at once; otherwise bam_qpair_help_head.
- * A consumed CQE left so holds its credit and CID until then: the queue pair runs
- * with up to about BAM_QP_LAZY_LAG fewer commands in flight, and cnt.completed counts
- * it later. Takes a lone fill's head move (about 8 us on the H200) off its path. */
+ * A consumed CQE left so holds its credit and CID until then, and so do the CQEs
+ * consumed behind it: when the CQE at the head is the one left (lag 0), those behind
+ * it wait too, in the worst case a full queue pair's worth with nothing in flight
+ * (tests/test_qpair_contention.c, test_lazy_help_recovers); the next submitter then
+ * finds no credit and passes them all before it goes on, and cnt.completed counts
+ * them late. Takes a lone fill's head move (about 8 us on the H200) off its path. */
 BAM_HD_INLINE void bam_qpair_help_lazy(struct bam_qpair *qp, uint32_t p, uint32_t lag)
 {
 	if (lag >= BAM_QP_LAZY_LAG)
