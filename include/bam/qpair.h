@@ -581,8 +581,10 @@ BAM_HD_INLINE int bam_qpair_submit(struct bam_qpair *qp, const struct nvme_sqe *
  */
 /* Help the CQ head past virtual CQ position p, the CQE of a command the caller waited
  * for (bam_qpair_wait_pos): a bounded number of tries, as bam_qpair_wait does before it
- * returns. If an earlier CQE is still unconsumed, its owner (or the next thread short
- * of credits) moves the head later. */
+ * returns. If an earlier CQE is still unconsumed, the head is moved later by its
+ * owner (bam_qpair_wait helps always; a line fill, bam_qpair_help_lazy, when it finds
+ * the CQE after its own consumed), by a waiter whose CQE is not there yet, or by the
+ * next thread short of credits. */
 BAM_HD_INLINE void bam_qpair_help_head(struct bam_qpair *qp, uint32_t p)
 {
 	for (int k = 0; k < 8; k++) {
@@ -616,16 +618,20 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
  * BAM_QP_LAZY_LAG CQEs before the caller's unpassed when it found its own (lag), the
  * caller leaves its CQE to the next thread that moves the head (a waiter whose CQE is
  * not there yet, a thread short of credits, or a later waiter that finds the head
- * lagging), which passes it with the others at once; otherwise bam_qpair_help_head.
- * A consumed CQE left so holds its credit and CID until then, and so do the CQEs
- * consumed behind it: when the CQE at the head is the one left (lag 0), those behind
- * it wait too, in the worst case a full queue pair's worth with nothing in flight
- * (tests/test_qpair_contention.c, test_lazy_help_recovers); the next submitter then
- * finds no credit and passes them all before it goes on, and cnt.completed counts
- * them late. Takes a lone fill's head move (about 8 us on the H200) off its path. */
+ * lagging), which passes it with the others at once; otherwise, and when the CQE after
+ * its own is consumed already (its waiter may have tried in vain to move the head our
+ * CQE held), bam_qpair_help_head. A consumed CQE left so holds its credit and CID
+ * until then, and so may CQEs consumed behind it (one consumed just after the look):
+ * tests/test_qpair_contention.c, test_lazy_help_recovers, plays the worst order; the
+ * next submitter short of a credit passes whatever is left before it goes on, and
+ * cnt.completed counts such CQEs late. Takes a lone fill's head move (about 8 us on
+ * the H200) off its path. */
 BAM_HD_INLINE void bam_qpair_help_lazy(struct bam_qpair *qp, uint32_t p, uint32_t lag)
 {
-	if (lag >= BAM_QP_LAZY_LAG)
+	/* also when the CQE after ours is consumed already: ours may be what held the
+	 * head, and its waiter may have tried to move it in vain (one relaxed load) */
+	const uint32_t q = (p + 1u) & (qp->depth - 1u);
+	if (lag >= BAM_QP_LAZY_LAG || (bam_load_relaxed_u32(&qp->cq_consumed[q >> 5]) & bam_qp_bit(q)))
 		bam_qpair_help_head(qp, p);
 }
 
@@ -644,7 +650,8 @@ BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t de
 }
 
 /* CQEs whose DW3 a waiter's scan loads at once (independent loads in flight
- * together): a scan over n posted CQEs costs about n / BAM_QP_SCAN round trips. */
+ * together) from a CQ in GPU memory: a scan over n posted CQEs costs about
+ * n / BAM_QP_SCAN round trips. */
 #define BAM_QP_SCAN 8u
 
 BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_t deadline, uint16_t *status,
@@ -656,13 +663,16 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
 		const uint32_t start = bam_load_acquire_gpu_u32(&qp->cq_head);
 		uint32_t p = start;
 		int end = 0;
+		/* a group of DW3s loaded before any is looked at; those past the end of the
+		 * posted CQEs are read for nothing. One at a time from a CQ in host memory
+		 * (sys_scope: each read crosses PCIe, and waiters polling it load the link the
+		 * host service needs), at most depth at once. */
+		const uint32_t g = qp->sys_scope ? 1u : depth < BAM_QP_SCAN ? depth : BAM_QP_SCAN;
 		while (!end) {
-			/* a group of DW3s loaded before any is looked at; those past the end of
-			 * the posted CQEs (or past depth) are read for nothing */
 			uint32_t w[BAM_QP_SCAN];
-			for (uint32_t k = 0; k < BAM_QP_SCAN; k++)
+			for (uint32_t k = 0; k < g; k++)
 				w[k] = bam_qp_cqe_dw3_relaxed(qp, p + k);
-			for (uint32_t k = 0; k < BAM_QP_SCAN; k++, p++) {
+			for (uint32_t k = 0; k < g; k++, p++) {
 				if (p - start >= depth ||
 				    ((w[k] >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, p)) {
 					end = 1; /* end of the posted CQEs */
