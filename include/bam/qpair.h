@@ -654,6 +654,29 @@ BAM_HD_INLINE int bam_qpair_wait(struct bam_qpair *qp, uint16_t cid, uint64_t de
  * n / BAM_QP_SCAN round trips. */
 #define BAM_QP_SCAN 8u
 
+/* The waiter's CQE found at virtual position p by a scan that started at 'start',
+ * DW3 read as dw3 (relaxed): order the data the command moved (and the rest of the
+ * CQE) after it, pairing with the controller's release of DW3, and mark it consumed.
+ * GPU: the scan's strong relaxed load, at the controller's scope, and the fence make
+ * that acquire pattern. Host threads re-read DW3 with acquire (ThreadSanitizer does
+ * not see fences); the SPIN model asserts the re-read finds the same CQE. */
+BAM_HD_INLINE int bam_qp_take_cqe(struct bam_qpair *qp, uint32_t p, uint32_t start, uint32_t dw3,
+				  uint16_t *status, uint32_t *pos, uint32_t *lag)
+{
+#if !BAM_ON_GPU
+	dw3 = bam_qp_cqe_dw3(qp, p);
+#endif
+	bam_qp_fence(qp);
+	const uint32_t slot = p & (qp->depth - 1);
+	*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
+	/* consumed: a release nobody waits for (it orders our reads of the CQE before
+	 * the head mover's acquire of the bit) */
+	bam_red_or_release_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
+	*pos = p;
+	*lag = p - start;
+	return 0;
+}
+
 BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_t deadline, uint16_t *status,
 				     uint32_t *pos, uint32_t *lag)
 {
@@ -662,44 +685,35 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
 	for (;;) {
 		const uint32_t start = bam_load_acquire_gpu_u32(&qp->cq_head);
 		uint32_t p = start;
-		int end = 0;
-		/* a group of DW3s loaded before any is looked at; those past the end of the
-		 * posted CQEs are read for nothing. One at a time from a CQ in host memory
-		 * (sys_scope: each read crosses PCIe, and waiters polling it load the link the
-		 * host service needs), at most depth at once. */
-		const uint32_t g = qp->sys_scope ? 1u : depth < BAM_QP_SCAN ? depth : BAM_QP_SCAN;
-		while (!end) {
-			uint32_t w[BAM_QP_SCAN];
-			for (uint32_t k = 0; k < g; k++)
-				w[k] = bam_qp_cqe_dw3_relaxed(qp, p + k);
-			for (uint32_t k = 0; k < g; k++, p++) {
-				if (p - start >= depth ||
-				    ((w[k] >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, p)) {
-					end = 1; /* end of the posted CQEs */
-					break;
+		if (!qp->sys_scope && depth >= BAM_QP_SCAN) {
+			/* a group of DW3s loaded before any is looked at (a constant count: the
+			 * group stays in registers); those past the end of the posted CQEs are
+			 * read for nothing */
+			int end = 0;
+			while (!end) {
+				uint32_t w[BAM_QP_SCAN];
+				for (uint32_t k = 0; k < BAM_QP_SCAN; k++)
+					w[k] = bam_qp_cqe_dw3_relaxed(qp, p + k);
+				for (uint32_t k = 0; k < BAM_QP_SCAN; k++, p++) {
+					if (p - start >= depth ||
+					    ((w[k] >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, p)) {
+						end = 1; /* end of the posted CQEs */
+						break;
+					}
+					if ((w[k] & 0xffffu) == cid)
+						return bam_qp_take_cqe(qp, p, start, w[k], status, pos, lag);
 				}
-				if ((w[k] & 0xffffu) != cid)
-					continue;
-				/* ours: order the data the command moved (and the rest of the CQE)
-				 * after the DW3 we saw, pairing with the controller's release of it.
-				 * GPU: the scan's strong relaxed load, at the controller's scope, and
-				 * the fence make that acquire pattern. Host threads re-read DW3 with
-				 * acquire (ThreadSanitizer does not see fences); the SPIN model
-				 * asserts the re-read finds the same CQE. */
-#if BAM_ON_GPU
-				const uint32_t dw3 = w[k];
-#else
-				const uint32_t dw3 = bam_qp_cqe_dw3(qp, p);
-#endif
-				bam_qp_fence(qp);
-				const uint32_t slot = p & (depth - 1);
-				*status = (uint16_t)((dw3 >> 16) & NVME_STATUS_MASK);
-				/* consumed: a release nobody waits for (it orders our reads of
-				 * the CQE before the head mover's acquire of the bit) */
-				bam_red_or_release_gpu_u32(&qp->cq_consumed[slot >> 5], bam_qp_bit(slot));
-				*pos = p;
-				*lag = p - start;
-				return 0;
+			}
+		} else {
+			/* one at a time: from a CQ in host memory (sys_scope: each read crosses
+			 * PCIe, and waiters polling it load the link the host service needs), or
+			 * a queue shallower than a group */
+			for (; p - start < depth; p++) {
+				const uint32_t dw3 = bam_qp_cqe_dw3_relaxed(qp, p);
+				if (((dw3 >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, p))
+					break; /* end of the posted CQEs */
+				if ((dw3 & 0xffffu) == cid)
+					return bam_qp_take_cqe(qp, p, start, dw3, status, pos, lag);
 			}
 		}
 		if (bam_qp_deadline_passed(deadline)) {
