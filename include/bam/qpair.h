@@ -622,7 +622,7 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
  * its own is consumed already (its waiter may have tried in vain to move the head our
  * CQE held), bam_qpair_help_head. A consumed CQE left so holds its credit and CID
  * until then, and so may CQEs consumed behind it (one consumed just after the look):
- * tests/test_qpair_contention.c, test_lazy_help_recovers, plays the worst order; the
+ * tests/test_qpair_contention.c, test_lazy_help, plays the worst order; the
  * next submitter short of a credit passes whatever is left before it goes on, and
  * cnt.completed counts such CQEs late. Takes a lone fill's head move (about 8 us on
  * the H200) off its path. */
