@@ -179,14 +179,20 @@ static struct lz *lz_new(void)
 	return z;
 }
 
-/* submit n reads (CIDs in c[]) and post their CQEs in order at CQ positions 0 .. n-1 */
-static void lz_submit_complete(struct lz *z, uint16_t *c, uint32_t n, uint64_t dl)
+/* submit one read, waiting for a credit: returns bam_qpair_submit_ex's result */
+static int lz_submit(struct lz *z, uint16_t *cid, uint64_t dl)
 {
 	struct nvme_sqe s;
 	memset(&s, 0, sizeof(s));
 	s.opc = NVME_CMD_READ;
+	return bam_qpair_submit_ex(&z->qp, &s, dl, cid, 1);
+}
+
+/* submit n reads (CIDs in c[]) and post their CQEs in order at CQ positions 0 .. n-1 */
+static void lz_submit_complete(struct lz *z, uint16_t *c, uint32_t n, uint64_t dl)
+{
 	for (uint32_t i = 0; i < n; i++)
-		assert_int_equal(bam_qpair_submit_ex(&z->qp, &s, dl, &c[i], 1), 0);
+		assert_int_equal(lz_submit(z, &c[i], dl), 0);
 	assert_int_equal(z->sqdb, n); /* every SQE made visible */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t *w = (uint32_t *)&z->cq[i];
@@ -241,11 +247,8 @@ static void test_lazy_help(void **state)
 	assert_int_equal(z->qp.cq_head, 0); /* all left: lag below 16, the next not consumed */
 	assert_int_equal(z->qp.credits, m);
 	assert_int_equal(z->qp.cnt.completed, 0);
-	struct nvme_sqe s;
-	memset(&s, 0, sizeof(s));
-	s.opc = NVME_CMD_READ;
 	uint16_t more = 0;
-	assert_int_equal(bam_qpair_submit_ex(&z->qp, &s, dl, &more, 1), 0);
+	assert_int_equal(lz_submit(z, &more, dl), 0);
 	uint16_t st = 0;
 	uint32_t pos = 0, lag = 0;
 	/* its CQE never comes: the wait times out, after its first look moved the head */
