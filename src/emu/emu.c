@@ -29,6 +29,8 @@ struct emu_cfg {
 	int media_set;       /* media= given (path= then only with media=file) */
 	char path[1024];
 	uint32_t workers;
+	uint32_t poll_ns;    /* poll_ns=: the GPU workers' longest idle pause */
+	int poll_set;
 	struct emu_faults f;
 	char bad[200];
 };
@@ -97,6 +99,7 @@ static const char *emu_key_values(const char *k)
 		{"lba", "512 or 4096"},
 		{"media", "dram, gpu or file"},
 		{"workers", "1 to 1024"},
+		{"poll_ns", "nanoseconds, 0 to 1000000"},
 		{"err_lba", "START-END, LBAs, END above START"},
 		{"err_rate", "a fraction, 0 to 1"},
 		{"delay_rate", "a fraction, 0 to 1"},
@@ -161,6 +164,11 @@ static int emu_kv(void *arg, const char *k, const char *v)
 		if (!rc && n < 1)
 			rc = -EINVAL;
 		c->workers = (uint32_t)n;
+	} else if (!strcmp(k, "poll_ns")) {
+		uint64_t n = 0;
+		rc = parse_u64(v, 1000000, &n);
+		c->poll_ns = (uint32_t)n;
+		c->poll_set = 1;
 	} else if (!strcmp(k, "err_lba")) {
 		/* START-END (end exclusive) */
 		char a_s[32];
@@ -194,7 +202,7 @@ static int emu_kv(void *arg, const char *k, const char *v)
 	} else if (!strcmp(k, "seed")) {
 		rc = parse_u64(v, UINT64_MAX, &c->f.seed);
 	} else {
-		snprintf(c->bad, sizeof(c->bad), "unknown key '%s' (keys: profile, count, size, lba, media, path, workers, err_lba, err_rate, delay_rate, delay_us, drop_rate, stop_after, seed)", k);
+		snprintf(c->bad, sizeof(c->bad), "unknown key '%s' (keys: profile, count, size, lba, media, path, workers, poll_ns, err_lba, err_rate, delay_rate, delay_us, drop_rate, stop_after, seed)", k);
 		return -EINVAL;
 	}
 	if (rc && !c->bad[0])
@@ -456,6 +464,7 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		h->index = i;
 		bam_emu_profile_timing(e->cfg.profile, &h->t);
 		h->f = e->cfg.f;
+		h->poll_ns = e->cfg.poll_set ? e->cfg.poll_ns : EMU_POLL_NS;
 		h->f.seed = emu_mix64(e->cfg.f.seed + i);
 		hc->qh = calloc(EMU_MAX_QUEUES + 1, sizeof(struct emu_queue));
 		if (!hc->qh) {

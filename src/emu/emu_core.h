@@ -29,6 +29,7 @@
 
 #define EMU_MAX_QUEUES 1024
 #define EMU_MDTS 8 /* 2^8 pages = 1 MiB per command */
+#define EMU_POLL_NS 1000 /* default poll_ns= */
 
 /* Controller-side state of one I/O queue pair. */
 struct emu_queue {
@@ -79,6 +80,8 @@ struct emu_ctrl {
 				     * overflow 64 bits: %globaltimer counts from 1970) */
 	uint32_t stop;              /* set by the host: workers return */
 	uint32_t index;             /* controller number */
+	uint32_t poll_ns;           /* GPU workers: longest pause between rounds while idle */
+	uint32_t pad;
 	struct emu_counters cnt;
 };
 

@@ -287,6 +287,7 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 	struct emu_ctrl *c = ctrls[gw / warps_per_ctrl];
 	const uint32_t w = gw % warps_per_ctrl;
 	const uint32_t nqueues = nq[gw / warps_per_ctrl];
+	const uint32_t pn = c->poll_ns;
 	uint32_t idle = 0;
 	for (;;) {
 		uint32_t did = 0;
@@ -296,7 +297,8 @@ __global__ void emu_workers_kernel(struct emu_ctrl **ctrls, uint32_t n_ctrl, uin
 			idle = 0;
 		} else {
 			idle++;
-			__nanosleep(idle < 16 ? 100 : 1000);
+			if (pn) /* 100 ns for 16 idle rounds, then poll_ns (default 1 us) */
+				__nanosleep(idle < 16 && pn > 100 ? 100 : pn);
 		}
 		/* the stop word is in GPU memory: one L2 read per round (never poll host
 		 * memory here: see the top of this file) */

@@ -24,6 +24,7 @@ struct bench_out {
 	uint64_t verify_fail;   /* blocks whose content did not match */
 	uint32_t first_status;  /* first non-zero NVMe status */
 	uint32_t pad;
+	uint64_t submit_ns;     /* sum over the I/Os of the time bam_dev_io_submit_ex took */
 	uint64_t hist[BENCH_HIST]; /* latency histogram, ns, log-linear */
 };
 
@@ -204,6 +205,8 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 				halted = 1;
 		}
 		issued++;
+		if (!rc) /* how much of the latency the submission is */
+			bam_fetch_add_relaxed_gpu_u64(&a->out->submit_ns, bam_time_ns() - sl->t0);
 		if (rc) {
 			bam_fetch_add_relaxed_gpu_u64(&a->out->timeouts, 1);
 			bam_dev_record_error(a->dev, rc, 0);

@@ -789,6 +789,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		cJSON_AddNumberToObject(r, "lat_p50_us", p50 / 1e3);
 		cJSON_AddNumberToObject(r, "lat_p99_us", p99 / 1e3);
 		cJSON_AddNumberToObject(r, "lat_p999_us", p999 / 1e3);
+		cJSON_AddNumberToObject(r, "submit_mean_us", res.ios ? res.submit_ns / 1e3 / res.ios : 0);
 		cJSON_AddNumberToObject(r, "errors", (double)res.errors);
 		cJSON_AddNumberToObject(r, "timeouts", (double)res.timeouts);
 		cJSON_AddNumberToObject(r, "verify_failures", (double)res.verify_fail);
@@ -831,7 +832,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		printf("  ios=%llu (read %llu, write %llu) in %.3f s\n", (unsigned long long)res.ios,
 		       (unsigned long long)res.reads, (unsigned long long)res.writes, elapsed);
 		printf("  IOPS=%.0f BW=%.1f MB/s\n", iops, mbps);
-		printf("  lat (us): p50=%.2f p99=%.2f p99.9=%.2f\n", p50 / 1e3, p99 / 1e3, p999 / 1e3);
+		printf("  lat (us): p50=%.2f p99=%.2f p99.9=%.2f, of which the submission %.2f (mean)\n", p50 / 1e3,
+		       p99 / 1e3, p999 / 1e3, res.ios ? res.submit_ns / 1e3 / res.ios : 0);
 		printf("  errors=%llu timeouts=%llu verify_failures=%llu", (unsigned long long)res.errors,
 		       (unsigned long long)res.timeouts, (unsigned long long)res.verify_fail);
 		if (res.first_status)
