@@ -250,10 +250,15 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 	uint32_t sqhd = 0, have_sqhd = 0;
 
 	uint32_t freed = 0;
+	uint32_t cword = 0, have_cword = 0; /* the word as the last clear left it */
 	for (;;) {
 		const uint32_t slot = h & mask, b = slot & 31u;
 		uint32_t *cw = &qp->cq_consumed[slot >> 5];
-		const uint32_t cword = bam_load_acquire_gpu_u32(cw);
+		/* after a clear in this word, its old value (the word at that instant, its
+		 * acquire as a load's) gives the next run: no load again */
+		if (!have_cword || b == 0)
+			cword = bam_load_acquire_gpu_u32(cw);
+		have_cword = 0;
 		const uint32_t run = bam_qp_run(cword, b);
 		if (run > 1) {
 			/* A run of consumed CQEs, passed at once: one clear of their bits, the
@@ -265,7 +270,8 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 			 * only the CID frees moved after later entries' steps (a CID freed later
 			 * is one nobody else could take meanwhile). One pass over a warp's 32
 			 * completions instead of 32 rounds of dependent atomics. */
-			bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bits(b, run));
+			cword = bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bits(b, run)) & ~bam_qp_bits(b, run);
+			have_cword = 1;
 			sqhd = bam_load_relaxed_u32(&((const uint32_t *)&qp->cq[(h + run - 1) & mask])[2]) & 0xffffu;
 			have_sqhd = 1;
 			bam_store_release_gpu_u32(&qp->cq_head, h + run);
@@ -287,7 +293,8 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		const uint32_t dw3 = bam_qp_cqe_dw3(qp, h);
 		const uint32_t cidv = dw3 & 0xffffu;
 		if (consumed) {
-			bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bit(slot));
+			cword = bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bit(slot)) & ~bam_qp_bit(slot);
+			have_cword = 1;
 		} else {
 			if (((dw3 >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, h))
 				break; /* not posted yet */
@@ -370,14 +377,19 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp, uint3
 	const uint32_t t0 = bam_load_relaxed_u32(&qp->sq_tail);
 	*from = t0;
 	uint32_t t = t0;
+	uint32_t w = bam_load_acquire_gpu_u32(&qp->sq_mark[(t0 & mask) >> 5]);
 	for (;;) {
 		const uint32_t slot = t & mask, b = slot & 31u;
 		uint32_t *mw = &qp->sq_mark[slot >> 5];
-		const uint32_t run = bam_qp_run(bam_load_acquire_gpu_u32(mw), b);
+		const uint32_t run = bam_qp_run(w, b);
 		if (!run)
 			break;
-		bam_fetch_and_acq_rel_gpu_u32(mw, ~bam_qp_bits(b, run));
+		/* the clear's old value is the word at that instant (its acquire as the
+		 * load's): the next run in this word is read from it, not loaded again */
+		w = bam_fetch_and_acq_rel_gpu_u32(mw, ~bam_qp_bits(b, run)) & ~bam_qp_bits(b, run);
 		t += run;
+		if (((t & mask) & 31u) == 0) /* the run reached the word's end: the next word */
+			w = bam_load_acquire_gpu_u32(&qp->sq_mark[(t & mask) >> 5]);
 	}
 	if (t != t0) {
 		/* only lock holders read sq_tail: the lock orders it */
@@ -420,7 +432,11 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	const uint32_t mask = qp->depth - 1;
 	uint32_t iter = 0;
 
-	if (bam_load_relaxed_u32(&qp->broken))
+	/* both loads in flight at once: one round trip (a lone submission takes about
+	 * fourteen, each about 0.5 us on the H200: results/io-engine.md) */
+	const uint32_t broken = bam_load_relaxed_u32(&qp->broken);
+	uint32_t cr = bam_load_relaxed_u32(&qp->credits);
+	if (broken)
 		return -EIO;
 
 	/* modelled in models/qpair.pml: proctype Thread, steps 1-5 */
@@ -438,7 +454,7 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 		 * give-back pending meanwhile makes others see the queue pair full a little
 		 * longer, but never admits one too many: an add takes a credit only when it
 		 * found fewer than depth-1 holders plus such pending give-backs. */
-		if (bam_load_relaxed_u32(&qp->credits) < mask) {
+		if (cr < mask) {
 			/* acquire: the CQ head mover's release of the credit (and of the slot and
 			 * CID behind it) happens before what we do with it */
 			if (bam_fetch_add_acquire_gpu_u32(&qp->credits, 1) < mask)
@@ -467,6 +483,7 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 			return -ETIMEDOUT;
 		}
 		bam_qp_credit_pause(iter++);
+		cr = bam_load_relaxed_u32(&qp->credits);
 	}
 
 	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits).
