@@ -258,6 +258,33 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 	if (lane == 0)
 		q->sq_head = (head + n) % depth;
 	__syncwarp();
+	if (!__any_sync(0xffffffffu, ready != 0)) {
+		/* every completion due now (the unlimited profile, no injected delay): all
+		 * lanes post at once behind one fence (release pattern: the fence, then the
+		 * DW3 stores) instead of one release store after another, each of which
+		 * waited for the one before (32 x about 0.5 us per batch on the H200) */
+		const uint32_t posting = __ballot_sync(0xffffffffu, lane < n && !drop);
+		const uint32_t k = __popc(posting & ((1u << lane) - 1u)); /* CQEs before ours */
+		const uint32_t tail = q->cq_tail, phase = q->phase;
+		if (posting & (1u << lane)) {
+			const uint32_t p = tail + k;
+			uint32_t *w = (uint32_t *)&q->cq[p < depth ? p : p - depth];
+			bam_store_relaxed_u32(&w[0], 0);
+			bam_store_relaxed_u32(&w[1], 0);
+			bam_store_relaxed_u32(&w[2], (uint32_t)q->sq_head | ((uint32_t)q->sqid << 16));
+			const uint32_t ph = p < depth ? phase : phase ^ 1u;
+			bam_fence_acq_rel_gpu();
+			bam_store_relaxed_u32(&w[3], (uint32_t)s.cid | ((uint32_t)((st & NVME_STATUS_MASK) | ph) << 16));
+		}
+		__syncwarp();
+		if (lane == 0) {
+			const uint32_t p = tail + __popc(posting);
+			q->cq_tail = p < depth ? p : p - depth;
+			q->phase = p < depth ? phase : phase ^ 1u;
+		}
+		__syncwarp();
+		return n;
+	}
 	for (uint32_t j = 0; j < n; j++) {
 		uint64_t rj = __shfl_sync(0xffffffffu, ready, j);
 		uint32_t guard = 0;
