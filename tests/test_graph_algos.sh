@@ -38,8 +38,25 @@ for g in "${graphs[@]}"; do
     check "cc $n $mode" "$BAM" cc "$g" --mode=$mode
   done
 done
-# through bam with striping over 3 controllers, 512 B lines and a tiny cache
+# both offset widths in both modes (auto chooses 4 bytes for these graphs: fewer edges
+# than 2^32), with lines small enough that the offsets span many of them
 g=${graphs[0]}
+for ob in 4 8; do
+  check "bfs $(basename "$g") bam --offset-bytes=$ob" "$BAM" bfs "$g" --offset-bytes=$ob --sources=2 --line-size=512
+  check "cc $(basename "$g") bam --offset-bytes=$ob" "$BAM" cc "$g" --offset-bytes=$ob --line-size=512
+  check "bfs $(basename "$g") host --offset-bytes=$ob" "$BAM" bfs "$g" --mode=host --offset-bytes=$ob --sources=2
+  check "cc $(basename "$g") host --offset-bytes=$ob" "$BAM" cc "$g" --mode=host --offset-bytes=$ob
+done
+for args in "" "--offset-bytes=auto" "--offset-bytes=8"; do
+  ob=$("$BAM" bfs "$g" $args --sources=1 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["offset_bytes"])')
+  want=4; [ "$args" = "--offset-bytes=8" ] && want=8
+  if [ "$ob" = "$want" ]; then
+    pass=$((pass + 1)); echo "ok: bfs ${args:-(default)}: offsets $ob bytes"
+  else
+    fail=$((fail + 1)); echo "FAIL: bfs ${args:-(default)}: offsets '$ob' bytes, expected $want"
+  fi
+done
+# through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M
 # through bam on real files (the file back end, io_uring): one file, then two striped;
@@ -102,6 +119,21 @@ refuse() { # description, expected text, command...
 }
 k=$W/kron12s.bcsr
 refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=scan
+refuse "--offset-bytes: the values are named" "expected 4, 8 or auto" "$BAM" bfs "$k" --offset-bytes=2
+# 2^32 edges do not fit 4-byte offsets: a header that says so (the arrays a sparse file)
+python3 - "$W/big.bcsr" <<'PY'
+import struct, sys, zlib
+n, m = 2, 1 << 32
+h = bytearray(4096)
+h[0:8] = b"BAMCSR\0\0"
+struct.pack_into("<IIII", h, 8, 1, 0, 4, 0)
+struct.pack_into("<QQQQQQ", h, 0x18, n, m, 4096, 8 * (n + 1), 8192, 4 * m)
+struct.pack_into("<I", h, 0x14, zlib.crc32(bytes(h)))
+with open(sys.argv[1], "wb") as f:
+    f.write(h)
+    f.truncate(8192 + 4 * m)
+PY
+refuse "--offset-bytes=4 on 2^32 edges" "more than 4-byte offsets can count" "$BAM" bfs "$W/big.bcsr" --offset-bytes=4
 refuse "host mode refuses --backend (not read there)" "--backend applies to --mode=bam only" "$BAM" bfs "$k" --mode=host --backend=garbage:zzz
 refuse "host mode refuses --cache-size" "--cache-size applies to --mode=bam only" "$BAM" cc "$k" --mode=host --cache-size=4M
 refuse "--sources out of range states the range" "from 1 to 1048576" "$BAM" bfs "$k" --sources=2000000

@@ -43,6 +43,7 @@ struct gopts {
 	int verify, json, quiet;
 	uint32_t qpairs, workers;
 	uint32_t warps;       /* GPU: --warps, the most warps a walk kernel runs (0: default) */
+	uint32_t off_bytes;   /* --offset-bytes: 4 or 8 (0: auto, 4 when the edges fit) */
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
@@ -77,6 +78,7 @@ struct gres {
 	uint64_t cache_bytes; /* bam mode: the cache used (after the 1 MiB minimum and the cap
 	                       * at the arrays' size) */
 	uint32_t line;        /* bam mode: its line size */
+	uint32_t off_bytes;   /* width of one offset as the kernels read them (4 or 8) */
 	int on_gpu;           /* the kernels ran on the GPU (else the CPU target) */
 	double setup_s;       /* cache/array creation or device upload */
 	double compute_s;     /* kernels only */
@@ -117,6 +119,11 @@ static void usage(FILE *f, const char *cmd)
 		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   --mode=bam: I/O engine settings\n"
 		"  --warps=N          GPU: run each walk kernel with at most N warps (8 to 1048576,\n"
 		"                     rounded up to blocks of 8; default 16 blocks of 8 per SM)\n"
+		"  --offset-bytes=B   width of one offset as every mode stores and reads them: 4, 8\n"
+		"                     or auto (default: 4 when the graph has fewer than 2^32 edges;\n"
+		"                     the file keeps 8: --mode=bam writes them so onto the storage,\n"
+		"                     the other modes narrow them after reading the file, in their\n"
+		"                     end-to-end time)\n"
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
@@ -432,6 +439,23 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 	return rc;
 }
 
+/* Put offsets[0, count) onto the back end as 4-byte entries (array a of elem_size 4),
+ * 1 Mi entries at a time. */
+static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t count)
+{
+	const uint64_t chunk = 1u << 20;
+	uint32_t *buf = malloc(chunk * sizeof(uint32_t));
+	int rc = buf ? 0 : -ENOMEM;
+	for (uint64_t i = 0; !rc && i < count; i += chunk) {
+		const uint64_t k = count - i < chunk ? count - i : chunk;
+		for (uint64_t j = 0; j < k; j++)
+			buf[j] = (uint32_t)off[i + j];
+		rc = bam_array_media_write(a, i, buf, k);
+	}
+	free(buf);
+	return rc;
+}
+
 static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 {
 	char err[512];
@@ -443,6 +467,15 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		return 1;
 	}
 	const uint64_t n = hdr.n_vertices, m = hdr.n_edges;
+	/* offsets 4 bytes wide when every offset (at most m) fits: half the offset lines */
+	if (o->off_bytes == 4 && m > UINT32_MAX) {
+		cli_fail("%s: --offset-bytes=4: %s has %llu edges, more than 4-byte offsets can count (%llu)\n",
+			 do_cc ? "cc" : "bfs", o->graph, (unsigned long long)m, (unsigned long long)UINT32_MAX);
+		return 2;
+	}
+	const uint32_t ob = o->off_bytes ? o->off_bytes : m <= UINT32_MAX ? 4u : 8u;
+	const uint64_t off_total = (n + 1) * ob; /* bytes of the offsets as the kernels read them */
+	r->off_bytes = ob;
 	enum bam_target tgt = o->target;
 	if (tgt == BAM_TARGET_AUTO) {
 #ifdef BAM_HAVE_CUDA
@@ -478,7 +511,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	if (cache_bytes < (1u << 20))
 		cache_bytes = 1u << 20;
 	/* no more than the arrays hold (in whole lines): more would only cost set-up */
-	const uint64_t data_bytes = (hdr.offsets_bytes + o->line - 1) / o->line * o->line +
+	const uint64_t data_bytes = (off_total + o->line - 1) / o->line * o->line +
 				    (hdr.edges_bytes + o->line - 1) / o->line * o->line + 2ull * o->line;
 	if (cache_bytes > data_bytes)
 		cache_bytes = data_bytes > (1u << 20) ? data_bytes : (1u << 20);
@@ -540,9 +573,10 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	gv.n = n;
 	gv.m = m;
 	gv.id_bytes = hdr.id_bytes;
+	gv.off_bytes = ob;
 	if (o->mode == MODE_BAM) {
 		uint32_t k = cli_backend_count(o->backend);
-		uint64_t lines = (hdr.offsets_bytes + o->line - 1) / o->line / k + 1 + (hdr.edges_bytes + o->line - 1) / o->line / k + 1;
+		uint64_t lines = (off_total + o->line - 1) / o->line / k + 1 + (hdr.edges_bytes + o->line - 1) / o->line / k + 1;
 		char backend[1024];
 		if (cli_backend_sized(o->backend, lines * o->line * k, o->line, backend, sizeof(backend))) {
 			cli_fail("%s: the graph's arrays are too large for emulated namespaces (past 2^64 bytes)\n",
@@ -568,7 +602,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		}
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
 		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
-		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = 8};
+		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = ob};
 		r->cache_bytes = cache_bytes;
 		r->line = o->line;
 		double tc = cli_now();
@@ -588,7 +622,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		/* provisioning: put the arrays on the (emulated) SSDs, as dd would before a
 		 * run; not part of the end-to-end time: the data lives on storage */
 		double tp = cli_now();
-		if ((rc = bam_array_media_write(aoff, 0, ref.offsets, n + 1)) ||
+		if ((rc = ob == 8 ? bam_array_media_write(aoff, 0, ref.offsets, n + 1) : media_write_off32(aoff, ref.offsets, n + 1)) ||
 		    (m && (rc = bam_array_media_write(aedge, 0, ref.edges, m)))) {
 			cli_fail("%s: writing the graph onto the back end failed: %s\n", do_cc ? "cc" : "bfs", bam_strerror(rc));
 			goto out;
@@ -610,15 +644,30 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		}
 		r->load_s = cli_now() - tl;
 		double ts = cli_now();
+		if (ob == 4) { /* narrowed (in the set-up time, so in end-to-end) */
+			uint32_t *o32 = malloc(off_total);
+			if (!o32) {
+				cli_fail("%s: out of memory for the offsets (%llu bytes)\n", do_cc ? "cc" : "bfs",
+					(unsigned long long)off_total);
+				free(hoff);
+				free(hedge);
+				goto out;
+			}
+			const uint64_t *o64 = hoff;
+			for (uint64_t v = 0; v <= n; v++)
+				o32[v] = (uint32_t)o64[v];
+			free(hoff);
+			hoff = o32;
+		}
 		if (gm.gpu) {
 #ifdef BAM_HAVE_CUDA
 			mem_kind = o->mode == MODE_GPU ? 0 : o->mode == MODE_HOST ? 1 : 2;
-			off_mem = graph_gpu_alloc(mem_kind, hdr.offsets_bytes);
+			off_mem = graph_gpu_alloc(mem_kind, off_total);
 			edge_mem = graph_gpu_alloc(mem_kind, hdr.edges_bytes ? hdr.edges_bytes : 1);
-			if (!off_mem || !edge_mem || graph_gpu_upload(off_mem, hoff, hdr.offsets_bytes) ||
+			if (!off_mem || !edge_mem || graph_gpu_upload(off_mem, hoff, off_total) ||
 			    graph_gpu_upload(edge_mem, hedge, hdr.edges_bytes)) {
 				cli_fail("%s: --mode=%s: cannot place the graph (%llu bytes)\n", do_cc ? "cc" : "bfs",
-					mode_names[o->mode], (unsigned long long)(hdr.offsets_bytes + hdr.edges_bytes));
+					mode_names[o->mode], (unsigned long long)(off_total + hdr.edges_bytes));
 				free(hoff);
 				free(hedge);
 				goto out;
@@ -942,6 +991,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 		cJSON_AddNumberToObject(j, "edges_per_s", teps);
 		if (o->warps)
 			cJSON_AddNumberToObject(j, "warps", (o->warps + 7) / 8 * 8);
+		cJSON_AddNumberToObject(j, "offset_bytes", r->off_bytes);
 		if (do_cc) {
 			cJSON_AddNumberToObject(j, "passes", r->passes);
 			cJSON_AddNumberToObject(j, "components", (double)r->components);
@@ -1008,8 +1058,8 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		cJSON_Delete(j);
 		return;
 	}
-	printf("%s %s: mode=%s target=%s storage=%s\n", alg, o->graph, mode_names[o->mode], r->on_gpu ? "gpu" : "cpu",
-	       r->backend_desc);
+	printf("%s %s: mode=%s target=%s storage=%s offsets=%u bytes\n", alg, o->graph, mode_names[o->mode],
+	       r->on_gpu ? "gpu" : "cpu", r->backend_desc, r->off_bytes);
 	if (do_cc)
 		printf("  components=%llu passes over the arcs=%u compute=%.3f s (%.3g edges/s)\n",
 		       (unsigned long long)r->components, r->passes, r->compute_s, teps);
@@ -1054,7 +1104,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"offset-bytes", 1, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -1134,6 +1184,16 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			}
 			o->edge_ranges = !strcmp(optarg, "edges");
 			o->bfs_only = "--scan-ranges";
+			break;
+		case 'O':
+			if (!strcmp(optarg, "auto"))
+				o->off_bytes = 0;
+			else if (!strcmp(optarg, "4") || !strcmp(optarg, "8"))
+				o->off_bytes = (uint32_t)(optarg[0] - '0');
+			else {
+				cli_fail("%s: --offset-bytes=%s: expected 4, 8 or auto\n", cmd, optarg);
+				return 2;
+			}
 			break;
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;

@@ -51,16 +51,17 @@ struct graph_view {
 	uint32_t bam;                 /* 1: through arrays; 0: plain pointers */
 	uint32_t id_bytes;            /* 4 or 8 */
 	uint64_t n, m;
-	struct bam_array_dev *off_a;  /* u64 [n+1] */
+	struct bam_array_dev *off_a;  /* u32/u64 [n+1] (off_bytes) */
 	struct bam_array_dev *edge_a; /* u32/u64 [m] */
-	const uint64_t *off_p;
+	const void *off_p;            /* u32/u64 [n+1] (off_bytes) */
 	const void *edge_p;
 	struct gv_counters *ctr;      /* the level's / pass's counters, target memory */
 	struct gv_chunk *heavy;       /* chunk queue: [0, ctr->heavy_n), heavy_cap entries */
 	uint64_t heavy_cap;
 	uint32_t max_blocks;          /* GPU: blocks of 8 warps a walk kernel runs at most
 				       * (bam bfs/cc --warps; 0: 16 per SM) */
-	uint32_t pad;
+	uint32_t off_bytes;           /* 4 or 8: width of one offset (bam bfs/cc
+				       * --offset-bytes; 4 when m < 2^32) */
 	/* BFS scan levels: the edge array cut into nparts ranges of part_edges edges (the
 	 * last may be shorter); part[r] (target memory, [nparts + 1], while the ranges are
 	 * made) is the vertex whose list holds edge r * part_edges, part[nparts] the vertex
@@ -118,13 +119,38 @@ BAM_HD_INLINE int gv_failed(const struct graph_view *g)
 	return f;
 }
 
+/* Offset k of the plain offsets array (g->off_bytes wide). */
+BAM_HD_INLINE uint64_t gv_off_plain(const struct graph_view *g, uint64_t k)
+{
+	return g->off_bytes == 4 ? (uint64_t)((const uint32_t *)g->off_p)[k] : ((const uint64_t *)g->off_p)[k];
+}
+
+/* Offset k of a line of the offsets array whose data is at p (entry 0 = the line's
+ * first offset). */
+BAM_HD_INLINE uint64_t gv_off_in_line(const struct graph_view *g, const void *p, uint64_t k)
+{
+	return g->off_bytes == 4 ? (uint64_t)((const volatile uint32_t *)p)[k] : ((const volatile uint64_t *)p)[k];
+}
+
+/* Offset k through the offsets array (warp-coalesced among the calling threads). */
+BAM_HD_INLINE int gv_off_read(const struct graph_view *g, uint64_t k, uint64_t *o)
+{
+	if (g->off_bytes == 4) {
+		uint32_t x = 0;
+		const int rc = bam_array_warp_read_u32(g->off_a, k, &x);
+		*o = x;
+		return rc;
+	}
+	return bam_array_warp_read_u64(g->off_a, k, o);
+}
+
 /* Neighbour range of v; every thread of the calling group passes the same v
  * (coalesced into one line access). */
 BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, uint64_t *e)
 {
 	if (!g->bam) {
-		*s = g->off_p[v];
-		*e = g->off_p[v + 1];
+		*s = gv_off_plain(g, v);
+		*e = gv_off_plain(g, v + 1);
 		return 0;
 	}
 	/* one coalesced line acquisition for both offsets (unless v + 1 starts the next
@@ -132,16 +158,15 @@ BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, 
 	struct bam_line h = {0};
 	int rc = bam_line_warp_get(g->off_a, &h, v);
 	if (!rc) {
-		const volatile uint64_t *o = (const volatile uint64_t *)h.data;
-		*s = o[v - h.first];
+		*s = gv_off_in_line(g, h.data, v - h.first);
 		int both = v + 1 < h.end;
 		if (both)
-			*e = o[v + 1 - h.first];
+			*e = gv_off_in_line(g, h.data, v + 1 - h.first);
 		bam_line_warp_put(g->off_a, &h);
 		if (both)
 			bam_array_count_accesses(g->off_a, 1);
 		else
-			rc = bam_array_warp_read_u64(g->off_a, v + 1, e);
+			rc = gv_off_read(g, v + 1, e);
 	}
 	gv_fail(g, rc);
 	return rc;
@@ -449,7 +474,7 @@ BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, s
 BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_t v, uint64_t *o)
 {
 	if (!g->bam) {
-		*o = g->off_p[v];
+		*o = gv_off_plain(g, v);
 		return 0;
 	}
 #if BAM_ON_GPU
@@ -463,12 +488,12 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 	while (todo) {
 		const uint32_t grp = gv_next_line_group(act, l, &todo);
 		if (grp >> lane & 1u)
-			rc = bam_array_warp_read_u64(g->off_a, v, o);
+			rc = gv_off_read(g, v, o);
 	}
 #else
 	int rc = bam_line_get(g->off_a, h, v);
 	if (!rc) {
-		*o = ((const volatile uint64_t *)h->data)[v - h->first];
+		*o = gv_off_in_line(g, h->data, v - h->first);
 		if (v != h->first)
 			bam_array_count_accesses(g->off_a, 1); /* bam_line_get counted the first */
 	}
