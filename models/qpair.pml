@@ -748,13 +748,15 @@ end_poll:
 /*
  * The GPU worker: serve_queue (src/emu/emu_gpu.cu:68-206). It takes up to
  * min(SQEs available, free CQ slots) SQEs at once, sets sq_head past all of them,
- * and posts their CQEs in order, each with SQHD = the new sq_head. Every lane loads
+ * and posts their CQEs, each with SQHD = the new sq_head, in any order (all lanes at
+ * once behind one fence: the unlimited profile; a profile's timed posting, in CQ
+ * order, is one of these orders). Every lane loads
  * the SQ tail doorbell and the batch is the smallest count a lane saw (:79-81): the
  * count of one load, so one load stands for them.
  */
 active proctype Controller()
 {
-	byte head = 0, pos = 0, tail, ctail = 0, n, i;
+	byte head = 0, pos = 0, tail, ctail = 0, n, i, j, slot, posted = 0;
 	bit phase = 1;
 	byte bcid[D], bcmd[D];
 
@@ -786,26 +788,43 @@ end_poll:
 		:: else -> break
 		od;
 		atomic { head = (head + n) % D; i = 0 }         /* :188-189 */
-		do                                      /* :191-204 post in CQ order */
-		:: i < n ->
+		/* emu_gpu.cu serve_queue: the completions are all due at once (unlimited
+		 * profile), so every lane posts its CQE behind one fence: the batch's CQEs
+		 * may become visible in any order. Each step posts one not yet posted, any
+		 * of them (j: skip an unposted one only while a later one is unposted). */
+		do
+		:: posted == (1 << n) - 1 -> break
+		:: else ->
 			atomic {
-				assert(!g_cq_live[ctail]);
-				cqe_sqhd[ctail] = head;
-				cqe_cid[ctail] = bcid[i];
-				cqe_ph[ctail] = phase;
-				cqe_cmd[ctail] = bcmd[i];
-				g_cq_live[ctail] = 1;
-				g_cq_taken[ctail] = 0;
-				ctail = (ctail + 1) % D;
+				j = 0;
+				do
+				:: (posted >> j) & 1 -> j++
+				:: !((posted >> j) & 1) -> break
+				:: !((posted >> j) & 1) && (((~posted) & ((1 << n) - 1)) >> (j + 1)) != 0 -> j++
+				od;
+				slot = (ctail + j) % D;
+				assert(!g_cq_live[slot]);
+				cqe_sqhd[slot] = head;
+				cqe_cid[slot] = bcid[j];
 				if
-				:: ctail == 0 -> phase = 1 - phase
-				:: else -> skip
+				:: ctail + j >= D -> cqe_ph[slot] = 1 - phase
+				:: else -> cqe_ph[slot] = phase
 				fi;
-				bcid[i] = 0; bcmd[i] = 0;
-				i++
+				cqe_cmd[slot] = bcmd[j];
+				g_cq_live[slot] = 1;
+				g_cq_taken[slot] = 0;
+				posted = posted | (1 << j);
+				bcid[j] = 0; bcmd[j] = 0
 			}
-		:: else -> break
 		od;
+		atomic {
+			if
+			:: ctail + n >= D -> phase = 1 - phase
+			:: else -> skip
+			fi;
+			ctail = (ctail + n) % D;
+			posted = 0; j = 0; slot = 0
+		};
 		atomic { n = 0; i = 0 }
 	   fi
 	od
