@@ -128,6 +128,13 @@ refused "GPU media on the CPU target: refused, what to use instead named" "needs
 refused "--array: GPU media on the CPU target" "needs the GPU target" --array --backend=emu:media=gpu --size=16M
 refused "a bad emulator value names what the key takes" "bad value 'GPU' for key 'media' (dram, gpu or file)" \
   --backend=emu:media=GPU --baseline=0
+refused "emu poll_ns above its range names what it takes" "bad value '2000000' for key 'poll_ns' (nanoseconds, 0 to 1000000)" \
+  --backend=emu:poll_ns=2000000 --baseline=0
+# the submission's share of each I/O: a positive mean, no more than the mean latency
+# (ios / (IOPS) per thread bounds it: one thread, one I/O in flight)
+bench "submit_mean_us: positive, below the time per I/O of one thread at depth 1" 0 \
+  "$emu_ok and 0 < d['result']['submit_mean_us'] < d['result']['seconds'] * 1e6 / d['result']['ios']" \
+  --size=1M --backend=emu:poll_ns=0 --threads=1 --number_ios=40
 
 echo "bench --compare: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
