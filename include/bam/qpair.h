@@ -250,15 +250,14 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 	uint32_t sqhd = 0, have_sqhd = 0;
 
 	uint32_t freed = 0;
-	uint32_t cword = 0, have_cword = 0; /* the word as the last clear left it */
 	for (;;) {
 		const uint32_t slot = h & mask, b = slot & 31u;
 		uint32_t *cw = &qp->cq_consumed[slot >> 5];
-		/* after a clear in this word, its old value (the word at that instant, its
-		 * acquire as a load's) gives the next run: no load again */
-		if (!have_cword || b == 0)
-			cword = bam_load_acquire_gpu_u32(cw);
-		have_cword = 0;
+		/* (Reading the next run from the clear's old value instead, as move_tail
+		 * does, saved a load per head move but its extra live state, inlined into
+		 * every fill path, took the graph walk kernels from about 30 to 200 bytes of
+		 * register spills: gpu mode 5-8% slower on kron26, results/graph.md.) */
+		const uint32_t cword = bam_load_acquire_gpu_u32(cw);
 		const uint32_t run = bam_qp_run(cword, b);
 		if (run > 1) {
 			/* A run of consumed CQEs, passed at once: one clear of their bits, the
@@ -270,8 +269,7 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 			 * only the CID frees moved after later entries' steps (a CID freed later
 			 * is one nobody else could take meanwhile). One pass over a warp's 32
 			 * completions instead of 32 rounds of dependent atomics. */
-			cword = bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bits(b, run)) & ~bam_qp_bits(b, run);
-			have_cword = 1;
+			bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bits(b, run));
 			sqhd = bam_load_relaxed_u32(&((const uint32_t *)&qp->cq[(h + run - 1) & mask])[2]) & 0xffffu;
 			have_sqhd = 1;
 			bam_store_release_gpu_u32(&qp->cq_head, h + run);
@@ -293,8 +291,7 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		const uint32_t dw3 = bam_qp_cqe_dw3(qp, h);
 		const uint32_t cidv = dw3 & 0xffffu;
 		if (consumed) {
-			cword = bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bit(slot)) & ~bam_qp_bit(slot);
-			have_cword = 1;
+			bam_fetch_and_acq_rel_gpu_u32(cw, ~bam_qp_bit(slot));
 		} else {
 			if (((dw3 >> 16) & NVME_CQE_P) != bam_qp_expected_phase(qp, h))
 				break; /* not posted yet */

@@ -132,16 +132,18 @@ BAM_HD_INLINE uint64_t gv_off_in_line(const struct graph_view *g, const void *p,
 	return g->off_bytes == 4 ? (uint64_t)((const volatile uint32_t *)p)[k] : ((const volatile uint64_t *)p)[k];
 }
 
-/* Offset k through the offsets array (warp-coalesced among the calling threads). */
+/* Offset k through the offsets array (warp-coalesced among the calling threads). One
+ * reference path for both widths, the width only in the load: every path is inlined
+ * into the walk kernels, and a second one added register spills (ptxas -v, cc_kernel:
+ * 376 bytes of spill stores instead of 208, with 346b70e's qpair.h). */
 BAM_HD_INLINE int gv_off_read(const struct graph_view *g, uint64_t k, uint64_t *o)
 {
-	if (g->off_bytes == 4) {
-		uint32_t x = 0;
-		const int rc = bam_array_warp_read_u32(g->off_a, k, &x);
-		*o = x;
-		return rc;
-	}
-	return bam_array_warp_read_u64(g->off_a, k, o);
+	void *p = 0;
+	uint32_t grp, l;
+	const int64_t s = bam_array_warp_ref_group(g->off_a, k, &p, &grp, &l);
+	*o = s < 0 ? 0 : gv_off_in_line(g, p, 0);
+	bam_array_warp_put(g->off_a, s, grp, l);
+	return s < 0 ? (int)s : 0;
 }
 
 /* Neighbour range of v; every thread of the calling group passes the same v
