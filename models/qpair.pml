@@ -95,6 +95,8 @@
  *   BROKEN_CID_BEFORE_HEAD  the CID of a passed CQE freed before cq_head is published
  *                      (:185 left out): qpair.h before commit f825e47, bug 1 of
  *                      models/README.md
+ *   BROKEN_BATCH_WRAP_PHASE  (GPU controller, -DCQ_START) a batch's CQE past the CQ's
+ *                      end keeps the old phase tag
  *   BROKEN_STEP5_STRAND with TIMEOUTS: the move_tail-wait timeout returns without
  *                      abandoning its CID: qpair.h before commit 5f4f8eb, bug 2
  *   BROKEN_RUN_FREE_FIRST a run of consumed CQEs has its CIDs freed before the head is
@@ -152,13 +154,18 @@ bool sq_mark[D];            /* one bit per slot of the sq_mark words */
 bool sq_lock;
 byte sq_tail;               /* modulo TW */
 bool cq_lock;
-byte cq_head;               /* modulo CW */
+#ifndef CQ_START
+#define CQ_START 0          /* -DCQ_START=k (GPU controller): the CQ starts at slot k, its
+			     * slots below k holding consumed entries of phase 1, so a batch
+			     * of the first pass can wrap */
+#endif
+byte cq_head = CQ_START;    /* modulo CW */
 byte sq_head;               /* modulo TW */
 bool cq_consumed[D];        /* one bit per slot of the cq_consumed words */
 
 /* ---- doorbells (emu_ctrl.db) --------------------------------------------------- */
 byte sq_db;                 /* SQ tail doorbell: slot index */
-byte cq_db;                 /* CQ head doorbell: slot index */
+byte cq_db = CQ_START;      /* CQ head doorbell: slot index */
 
 /* ---- queue memory ---------------------------------------------------------------- */
 byte sqe_cmd[D];            /* SQE payload: which command (tid * NC + k + 1) */
@@ -692,6 +699,9 @@ cmd_done:
 }
 
 #ifndef CTRL_GPU
+#if CQ_START != 0
+#error "CQ_START is for the GPU controller (-DCTRL_GPU)"
+#endif
 /*
  * The controller: emu_worker_main (src/emu/emu.c:402-438) serving this queue, each
  * SQE executed at once (emu_exec_host, emu.c:365-400, no faults) and its CQE posted
@@ -756,10 +766,20 @@ end_poll:
  */
 active proctype Controller()
 {
-	byte head = 0, pos = 0, tail, ctail = 0, n, i, j, slot, posted = 0;
+	byte head = 0, pos = 0, tail, ctail = CQ_START, n, i, j, slot;
+	int posted = 0;              /* bit j: CQE j of the batch posted */
 	bit phase = 1;
 	byte bcid[D], bcmd[D];
 
+	/* -DCQ_START: the slots before it hold entries of phase 1 (pass 0, consumed).
+	 * Done before the first post: no waiter scans past slot CQ_START before then. */
+	atomic {
+		do
+		:: slot < CQ_START -> cqe_ph[slot] = 1; slot++
+		:: else -> break
+		od;
+		slot = 0
+	};
 end_poll:
 	do
 	:: atomic { sq_db != head -> tail = sq_db }     /* emu_gpu.cu:79-83 (R4) */
@@ -807,7 +827,9 @@ end_poll:
 				cqe_sqhd[slot] = head;
 				cqe_cid[slot] = bcid[j];
 				if
+#ifndef BROKEN_BATCH_WRAP_PHASE
 				:: ctail + j >= D -> cqe_ph[slot] = 1 - phase
+#endif
 				:: else -> cqe_ph[slot] = phase
 				fi;
 				cqe_cmd[slot] = bcmd[j];

@@ -48,7 +48,7 @@ for ob in 4 8; do
   check "cc $(basename "$g") host --offset-bytes=$ob" "$BAM" cc "$g" --mode=host --offset-bytes=$ob
 done
 for args in "" "--offset-bytes=auto" "--offset-bytes=8"; do
-  ob=$("$BAM" bfs "$g" $args --sources=1 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["offset_bytes"])')
+  ob=$("$BAM" bfs "$g" $args --sources=1 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["offset_bytes"])') || ob=error
   want=4; [ "$args" = "--offset-bytes=8" ] && want=8
   if [ "$ob" = "$want" ]; then
     pass=$((pass + 1)); echo "ok: bfs ${args:-(default)}: offsets $ob bytes"
