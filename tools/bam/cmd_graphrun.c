@@ -439,6 +439,13 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 	return rc;
 }
 
+/* dst[0, n) = src[0, n) as 4-byte offsets (the caller checked they fit) */
+static void off_narrow(uint32_t *dst, const uint64_t *src, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		dst[i] = (uint32_t)src[i];
+}
+
 /* Put offsets[0, count) onto the back end as 4-byte entries (array a of elem_size 4),
  * 1 Mi entries at a time. */
 static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t count)
@@ -448,8 +455,7 @@ static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t 
 	int rc = buf ? 0 : -ENOMEM;
 	for (uint64_t i = 0; !rc && i < count; i += chunk) {
 		const uint64_t k = count - i < chunk ? count - i : chunk;
-		for (uint64_t j = 0; j < k; j++)
-			buf[j] = (uint32_t)off[i + j];
+		off_narrow(buf, off + i, k);
 		rc = bam_array_media_write(a, i, buf, k);
 	}
 	free(buf);
@@ -653,9 +659,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 				free(hedge);
 				goto out;
 			}
-			const uint64_t *o64 = hoff;
-			for (uint64_t v = 0; v <= n; v++)
-				o32[v] = (uint32_t)o64[v];
+			off_narrow(o32, hoff, n + 1);
 			free(hoff);
 			hoff = o32;
 		}
