@@ -52,8 +52,9 @@ __global__ void GV_BOUNDS bfs_kernel(struct graph_view g, struct bfs_state b)
 
 /* each warp a contiguous range of vertices (graph_kern.h, walk_range), or with
  * g->ranges the next work item not yet taken, one after the other until none is left
- * (walk_part); b or c is NULL */
-__device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
+ * (walk_part); b or c is NULL; pf: the warp's read-ahead (gv_pf_setup), finished here */
+__device__ __forceinline__ void range_walks(const struct graph_view *g, struct bfs_state *b, struct cc_state *c,
+					    struct gv_pf *pf)
 {
 	if (g->ranges) {
 		const uint32_t lane = threadIdx.x & 31u;
@@ -64,7 +65,7 @@ __device__ __forceinline__ void range_warp(const struct graph_view *g, struct bf
 			r = __shfl_sync(0xffffffffu, r, 0);
 			if (r >= g->nranges)
 				break;
-			walk_part(g, b, c, r, lane, 32);
+			walk_part(g, b, c, r, lane, 32, pf);
 		}
 		return;
 	}
@@ -73,7 +74,16 @@ __device__ __forceinline__ void range_warp(const struct graph_view *g, struct bf
 	uint64_t per = (g->n + nw - 1) / nw;
 	uint64_t first = w * per, last = first + per < g->n ? first + per : g->n;
 	if (first < last)
-		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32);
+		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32, pf);
+}
+
+__device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
+{
+	__shared__ struct gv_pf pf_sh[8]; /* one per warp of a 256-thread block */
+	struct gv_pf *pf = gv_pf_setup(g, c, &pf_sh[threadIdx.x >> 5]);
+	range_walks(g, b, c, pf);
+	if (pf)
+		gv_pf_end(g, pf);
 }
 
 __global__ void GV_BOUNDS bfs_scan_kernel(struct graph_view g, struct bfs_state b)
@@ -91,9 +101,13 @@ __global__ void GV_BOUNDS cc_kernel(struct graph_view g, struct cc_state c)
 __device__ __forceinline__ void chunks_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
 	const uint64_t n = g->ctr ? g->ctr->heavy_n : 0; /* no counters: graph_gpu_prepare */
+	__shared__ struct gv_pf pf_sh[8]; /* one per warp of a 256-thread block */
+	struct gv_pf *pf = gv_pf_setup(g, c, &pf_sh[threadIdx.x >> 5]);
 	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
 	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
-		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32);
+		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32, pf);
+	if (pf)
+		gv_pf_end(g, pf);
 }
 
 __global__ void GV_BOUNDS bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
