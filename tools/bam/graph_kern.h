@@ -124,15 +124,17 @@ BAM_HD_INLINE int gv_failed(const struct graph_view *g)
 
 /*
  * A warp's (CPU target: a thread's) read-ahead on the edge array, for CC through bam
- * (g->prefetch): when the walk takes a new line of the edge array it begins reading
- * the line after it (bam_array_line_prefetch), if the walk will read that line (its
- * first edge < lim), so the read overlaps the work on the line in hand instead of
- * following it. The read is finished (gv_pf_end) when the walk moves on and the line
- * it wants is not cached, before the walk waits for any line, and when the warp is
- * done: a warp never waits for anything while its read-ahead is in flight (its slot
- * locked, its CQE unconsumed; array.h). BFS reads only the frontier's lists, so the
- * next line is not known to be wanted: no read-ahead there. On the GPU it lives in
- * shared memory, one per warp.
+ * (g->prefetch): the walk begins reading the line after the one it works on
+ * (bam_array_line_prefetch), if the walk will read that line (its first edge < lim),
+ * so the read overlaps the work on the line in hand instead of following it. On the
+ * GPU it is begun per batch of vertices (the line after the batch's first edge's) and
+ * per chunk, when none is in flight; on the CPU target whenever the thread takes a new
+ * line. The read is finished (gv_pf_end) when the walk moves on and the line it wants
+ * is not cached, before the walk waits for any line, and when the warp is done: a warp
+ * never waits for anything while its read-ahead is in flight (its slot locked, its CQE
+ * unconsumed; array.h). BFS reads only the frontier's lists, so the next line is not
+ * known to be wanted: no read-ahead there. On the GPU it lives in shared memory, one
+ * per warp.
  */
 struct gv_pf {
 	struct bam_prefetch p;
@@ -340,10 +342,10 @@ BAM_HD_INLINE uint32_t gv_next_line_group(uint32_t mask, uint64_t l, uint32_t *t
  * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
  * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
  * with -EBUSY; results/graph.md). pf (NULL: none), the warp's read-ahead: finished
- * when a line wanted is not cached (it may be that line) and so before any wait;
- * after new lines are taken, the line after the newest is begun. Returns nonzero, the
- * same in every lane, if any lane's line could not be taken (recorded in
- * g->ctr->error).
+ * when a line wanted is not cached (it may be that line) and so before any wait (it
+ * is begun per batch, walk_vertices, or per chunk, chunk_warp: a call here, once per
+ * line, cost the walk more register spills). Returns nonzero, the same in every
+ * lane, if any lane's line could not be taken (recorded in g->ctr->error).
  */
 BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, uint64_t i, int act, uint64_t *u,
 			       uint32_t *gets, struct gv_pf *pf)
@@ -392,8 +394,6 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 		if (__any_sync(full, rc != 0))
 			return 1;
 	}
-	if (pf) /* read ahead the line after the newest taken (the last active lane's) */
-		gv_pf_begin(g, pf, __shfl_sync(full, i, 31 - __clz(__ballot_sync(full, act))));
 	if (act)
 		*u = gv_held_edge(g, h, i);
 	return 0;
@@ -571,8 +571,11 @@ BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, s
 	struct bam_line h = {0};
 	h.slot = -1;
 	uint32_t n = 0, gets = 0;
-	if (pf)
+	if (pf) { /* read ahead the line after the chunk's first */
 		gv_pf_limit(pf, ch.e);
+		if (pf->p.slot < 0)
+			gv_pf_begin(g, pf, ch.s);
+	}
 	walk_list(g, b, c, ch.v, ch.s, ch.e, lane, wsize, &h, &n, &gets, pf);
 	gv_edges_done(g, &h, n, gets);
 }
@@ -769,6 +772,8 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 			uint64_t s = ol, e = __shfl_down_sync(0xffffffffu, ol, 1);
 			s = s > lo ? s : lo;
 			e = e < hi ? e : hi;
+			if (pf && pf->p.slot < 0) /* read ahead the line after the batch's first */
+				gv_pf_begin(g, pf, __shfl_sync(0xffffffffu, s, 0));
 			if (lane >= cnt || !(want >> lane & 1u) || s > e)
 				e = s;
 			bad = walk_batch_warp(g, b, c, base, s, e, lane, &h, &n, &gets, pf);
