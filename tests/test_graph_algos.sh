@@ -59,16 +59,6 @@ done
 # through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M
-# CC reads the edge array one line ahead of each walk (--prefetch, default on): off;
-# and on with a cache of fewer lines (32) than walking threads, over 3 controllers
-check "cc $(basename "$g") --prefetch=off" "$BAM" cc "$g" --prefetch=off
-check "cc $(basename "$g") --prefetch=on, 32 lines of 512 B, 3 controllers" "$BAM" cc "$g" --prefetch=on --line-size=512 --cache-size=16K --backend=emu:count=3
-for args in "" "--prefetch=off"; do
-  p=$("$BAM" cc "$g" $args --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["prefetch"])') || p=error
-  want=True; [ "$args" = "--prefetch=off" ] && want=False
-  if [ "$p" = "$want" ]; then pass=$((pass + 1)); echo "ok: cc ${args:-(default)}: prefetch $p"
-  else fail=$((fail + 1)); echo "FAIL: cc ${args:-(default)}: prefetch '$p', expected $want"; fi
-done
 # through bam on real files (the file back end, io_uring): one file, then two striped;
 # a long bound: under a parallel ctest on 2 cores the service threads get little CPU
 check "bfs $(basename "$g") file back end" "$BAM" bfs "$g" --backend=file:"$W/g1.dat",size=64M --sources=2 --timeout-ms=120000
@@ -130,9 +120,6 @@ refuse() { # description, expected text, command...
 k=$W/kron12s.bcsr
 refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=scan
 refuse "--offset-bytes: the values are named" "expected 4, 8 or auto" "$BAM" bfs "$k" --offset-bytes=2
-refuse "bfs refuses --prefetch" "applies to cc only" "$BAM" bfs "$k" --prefetch=on
-refuse "--prefetch: the values are named" "expected on or off" "$BAM" cc "$k" --prefetch=yes
-refuse "host mode refuses --prefetch" "--prefetch applies to --mode=bam only" "$BAM" cc "$k" --mode=host --prefetch=off
 # 2^32 edges do not fit 4-byte offsets: a header that says so (the arrays a sparse file)
 python3 - "$W/big.bcsr" <<'PY'
 import struct, sys, zlib

@@ -44,7 +44,6 @@ struct gopts {
 	uint32_t qpairs, workers;
 	uint32_t warps;       /* GPU: --warps, the most warps a walk kernel runs (0: default) */
 	uint32_t off_bytes;   /* --offset-bytes: 4 or 8 (0: auto, 4 when the edges fit) */
-	int prefetch;         /* CC through bam: --prefetch=on (default) or off */
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
@@ -54,7 +53,6 @@ struct gopts {
 			       * edge array instead of ranges of vertices) */
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
-	const char *cc_only;  /* the last CC-only option given (refused by bfs) */
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
 };
 
@@ -126,8 +124,6 @@ static void usage(FILE *f, const char *cmd)
 		"                     the file keeps 8: --mode=bam writes them so onto the storage,\n"
 		"                     the other modes narrow them after reading the file, in their\n"
 		"                     end-to-end time)\n"
-		"  --prefetch=on|off  cc --mode=bam: each warp reads the edge array one line ahead\n"
-		"                     of its walk, overlapping the read with its work (default on)\n"
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
@@ -192,14 +188,13 @@ static void cpu_bfs_fn(void *arg, uint64_t w)
 static void cpu_range_fn(void *arg, uint64_t t)
 {
 	struct cpu_walk *c = arg;
-	struct gv_pf pfs, *pf = gv_pf_setup(c->g, c->c, &pfs);
+	if (c->g->ranges) {
+		walk_part(c->g, c->b, c->c, t, 0, 1);
+		return;
+	}
 	uint64_t first = t * c->per, last = first + c->per < c->g->n ? first + c->per : c->g->n;
-	if (c->g->ranges)
-		walk_part(c->g, c->b, c->c, t, 0, 1, pf);
-	else if (first < last)
-		walk_range(c->g, c->b, c->c, first, last, 0, 1, pf);
-	if (pf)
-		gv_pf_end(c->g, pf);
+	if (first < last)
+		walk_range(c->g, c->b, c->c, first, last, 0, 1);
 }
 /* the sweep that fills g->part (graph_kern.h, gv_part_vertex): vertices [t * per, ...) */
 static void cpu_part_fn(void *arg, uint64_t t)
@@ -222,10 +217,7 @@ static void cpu_part_fn(void *arg, uint64_t t)
 static void cpu_chunk_fn(void *arg, uint64_t k)
 {
 	struct cpu_walk *c = arg;
-	struct gv_pf pfs, *pf = gv_pf_setup(c->g, c->c, &pfs);
-	chunk_warp(c->g, c->b, c->c, k, 0, 1, pf);
-	if (pf)
-		gv_pf_end(c->g, pf);
+	chunk_warp(c->g, c->b, c->c, k, 0, 1);
 }
 static void cpu_flatten_fn(void *arg, uint64_t t)
 {
@@ -702,7 +694,6 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	/* the chunk queue of long neighbour lists (graph_kern.h, GV_CHUNK) */
 	gv.heavy_cap = gv_heavy_cap(m);
 	gv.max_blocks = (o->warps + 7) / 8; /* 0: the default */
-	gv.prefetch = do_cc && o->mode == MODE_BAM && o->prefetch;
 	gv.heavy = s5 = state_alloc(&gm, gv.heavy_cap * sizeof(struct gv_chunk));
 	if (!gv.heavy || !ctr) {
 		cli_fail("%s: out of memory for per-run state\n", do_cc ? "cc" : "bfs");
@@ -1006,8 +997,6 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "warps", (o->warps + 7) / 8 * 8);
 		cJSON_AddNumberToObject(j, "offset_bytes", r->off_bytes);
 		if (do_cc) {
-			if (o->mode == MODE_BAM)
-				cJSON_AddBoolToObject(j, "prefetch", o->prefetch);
 			cJSON_AddNumberToObject(j, "passes", r->passes);
 			cJSON_AddNumberToObject(j, "components", (double)r->components);
 		} else {
@@ -1076,9 +1065,8 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 	printf("%s %s: mode=%s target=%s storage=%s offsets=%u bytes\n", alg, o->graph, mode_names[o->mode],
 	       r->on_gpu ? "gpu" : "cpu", r->backend_desc, r->off_bytes);
 	if (do_cc)
-		printf("  components=%llu passes over the arcs=%u compute=%.3f s (%.3g edges/s)%s\n",
-		       (unsigned long long)r->components, r->passes, r->compute_s, teps,
-		       o->mode != MODE_BAM ? "" : o->prefetch ? " prefetch=on" : " prefetch=off");
+		printf("  components=%llu passes over the arcs=%u compute=%.3f s (%.3g edges/s)\n",
+		       (unsigned long long)r->components, r->passes, r->compute_s, teps);
 	else
 		printf("  sources=%u compute=%.3f s (%.4f s per source) max levels=%u traversed edges/s=%.3g\n"
 		       "  frontier=%s: %u levels by scan of the level array, %u by queue (all sources); level loop on the %s\n",
@@ -1120,7 +1108,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
-		{"offset-bytes", 1, 0, 'O'}, {"prefetch", 1, 0, 'A'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"offset-bytes", 1, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -1211,15 +1199,6 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			break;
-		case 'A':
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				cli_fail("%s: --prefetch=%s: expected on or off\n", cmd, optarg);
-				return 2;
-			}
-			o->prefetch = !strcmp(optarg, "on");
-			o->cc_only = "--prefetch";
-			o->bam_only = "--prefetch";
-			break;
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
@@ -1253,7 +1232,7 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 {
 	const char *cmd = do_cc ? "cc" : "bfs";
 	struct gopts o = {.backend = "emu", .line = 4096, .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
-			  .prefetch = 1, .timeout_ms = 10000};
+			  .timeout_ms = 10000};
 	int rc = parse_common(argc, argv, &o, cmd);
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -1265,10 +1244,6 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 	o.graph = argv[optind];
 	if (do_cc && o.bfs_only) {
 		cli_fail("cc: %s applies to bfs only\n", o.bfs_only);
-		return 2;
-	}
-	if (!do_cc && o.cc_only) {
-		cli_fail("bfs: %s applies to cc only\n", o.cc_only);
 		return 2;
 	}
 	if (o.mode != MODE_BAM && o.bam_only) {
@@ -1296,8 +1271,7 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 
 int bam_cmd_demo(int argc, char **argv)
 {
-	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .prefetch = 1,
-			  .timeout_ms = 10000};
+	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: bam demo [INPUT] [options]\n"
@@ -1307,7 +1281,7 @@ int bam_cmd_demo(int argc, char **argv)
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
 			       "Options as for bam bfs: --backend --cache-size --line-size --sources --seed --frontier --target\n"
-			       "--qpairs --ctrl-workers --timeout-ms --warps --json --quiet; as for bam cc: --prefetch\n");
+			       "--qpairs --ctrl-workers --timeout-ms --warps --json --quiet\n");
 			return 0;
 		}
 	int rc = parse_common(argc, argv, &o, "demo");

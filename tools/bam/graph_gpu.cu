@@ -52,9 +52,8 @@ __global__ void GV_BOUNDS bfs_kernel(struct graph_view g, struct bfs_state b)
 
 /* each warp a contiguous range of vertices (graph_kern.h, walk_range), or with
  * g->ranges the next work item not yet taken, one after the other until none is left
- * (walk_part); b or c is NULL; pf: the warp's read-ahead (gv_pf_setup), finished here */
-__device__ __forceinline__ void range_walks(const struct graph_view *g, struct bfs_state *b, struct cc_state *c,
-					    struct gv_pf *pf)
+ * (walk_part); b or c is NULL */
+__device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
 	if (g->ranges) {
 		const uint32_t lane = threadIdx.x & 31u;
@@ -65,7 +64,7 @@ __device__ __forceinline__ void range_walks(const struct graph_view *g, struct b
 			r = __shfl_sync(0xffffffffu, r, 0);
 			if (r >= g->nranges)
 				break;
-			walk_part(g, b, c, r, lane, 32, pf);
+			walk_part(g, b, c, r, lane, 32);
 		}
 		return;
 	}
@@ -74,12 +73,7 @@ __device__ __forceinline__ void range_walks(const struct graph_view *g, struct b
 	uint64_t per = (g->n + nw - 1) / nw;
 	uint64_t first = w * per, last = first + per < g->n ? first + per : g->n;
 	if (first < last)
-		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32, pf);
-}
-
-__device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
-{
-	range_walks(g, b, c, NULL);
+		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32);
 }
 
 __global__ void GV_BOUNDS bfs_scan_kernel(struct graph_view g, struct bfs_state b)
@@ -92,47 +86,24 @@ __global__ void GV_BOUNDS cc_kernel(struct graph_view g, struct cc_state c)
 	range_warp(&g, NULL, &c);
 }
 
-/* CC through bam with read-ahead (g.prefetch; graph_kern.h, struct gv_pf, one per warp
- * here). Its own kernels: the read-ahead's calls in the walk cost registers (spills),
- * which the walks without it (the other modes, --prefetch=off) would pay too (on the
- * H200, gpu-mode CC of kron26 0.0534 s instead of 0.0493 when the one cc_kernel had
- * them; results/graph.md). */
-__global__ void GV_BOUNDS cc_pf_kernel(struct graph_view g, struct cc_state c)
-{
-	__shared__ struct gv_pf pf_sh[8]; /* one per warp of a 256-thread block */
-	struct gv_pf *pf = gv_pf_setup(&g, &c, &pf_sh[threadIdx.x >> 5]);
-	range_walks(&g, NULL, &c, pf);
-	if (pf)
-		gv_pf_end(&g, pf);
-}
-
 /* the chunks of long neighbour lists queued by the kernel before, one warp each; b or
- * c is NULL; pf: the warp's read-ahead (NULL: none), finished here */
-__device__ __forceinline__ void chunks_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c,
-					    struct gv_pf *pf)
+ * c is NULL */
+__device__ __forceinline__ void chunks_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
 	const uint64_t n = g->ctr ? g->ctr->heavy_n : 0; /* no counters: graph_gpu_prepare */
 	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
 	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
-		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32, pf);
-	if (pf)
-		gv_pf_end(g, pf);
+		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32);
 }
 
 __global__ void GV_BOUNDS bfs_chunk_kernel(struct graph_view g, struct bfs_state b)
 {
-	chunks_warp(&g, &b, NULL, NULL);
+	chunks_warp(&g, &b, NULL);
 }
 
 __global__ void GV_BOUNDS cc_chunk_kernel(struct graph_view g, struct cc_state c)
 {
-	chunks_warp(&g, NULL, &c, NULL);
-}
-
-__global__ void GV_BOUNDS cc_chunk_pf_kernel(struct graph_view g, struct cc_state c)
-{
-	__shared__ struct gv_pf pf_sh[8];
-	chunks_warp(&g, NULL, &c, gv_pf_setup(&g, &c, &pf_sh[threadIdx.x >> 5]));
+	chunks_warp(&g, NULL, &c);
 }
 
 __global__ void cc_flatten_kernel(uint64_t n, struct cc_state c)
@@ -224,13 +195,8 @@ extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c,
 {
 	cudaStream_t s = stream();
 	step_begin(s, g->ctr);
-	if (g->bam && g->prefetch) {
-		cc_pf_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *c);
-		cc_chunk_pf_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
-	} else {
-		cc_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *c);
-		cc_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
-	}
+	cc_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *c);
+	cc_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_flatten_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	return step_end(s, g->ctr, out, "CC");
 }
@@ -266,7 +232,7 @@ __global__ void GV_BOUNDS loop_chunk_kernel(struct graph_view g, struct bfs_loop
 	if (!L)
 		return;
 	struct bfs_state b = L->b;
-	chunks_warp(&g, &b, NULL, NULL);
+	chunks_warp(&g, &b, NULL);
 }
 
 /* one thread: count the level, swap the frontiers, reset the counters (but the error),
@@ -468,8 +434,6 @@ extern "C" int graph_gpu_prepare(void)
 	bfs_chunk_kernel<<<1, 32>>>(g, b);
 	cc_kernel<<<1, 32>>>(g, c);
 	cc_chunk_kernel<<<1, 32>>>(g, c);
-	cc_pf_kernel<<<1, 32>>>(g, c);
-	cc_chunk_pf_kernel<<<1, 32>>>(g, c);
 	cc_flatten_kernel<<<1, 32>>>(0, c);
 	part_kernel<<<1, 32>>>(g);
 	loop_scan_kernel<<<1, 32>>>(g, NULL);

@@ -62,9 +62,6 @@ struct graph_view {
 				       * (bam bfs/cc --warps; 0: 16 per SM) */
 	uint32_t off_bytes;           /* 4 or 8: width of one offset (bam bfs/cc
 				       * --offset-bytes; 4 when m < 2^32) */
-	uint32_t prefetch;            /* 1: CC through bam reads the edge array one line
-				       * ahead (struct gv_pf; bam cc --prefetch) */
-	uint32_t pad;
 	/* BFS scan levels: the edge array cut into nparts ranges of part_edges edges (the
 	 * last may be shorter); part[r] (target memory, [nparts + 1], while the ranges are
 	 * made) is the vertex whose list holds edge r * part_edges, part[nparts] the vertex
@@ -121,122 +118,6 @@ BAM_HD_INLINE int gv_failed(const struct graph_view *g)
 #endif
 	return f;
 }
-
-/*
- * A warp's (CPU target: a thread's) read-ahead on the edge array, for CC through bam
- * (g->prefetch): the walk begins reading the line after the one it works on
- * (bam_array_line_prefetch), if the walk will read that line (its first edge < lim),
- * so the read overlaps the work on the line in hand instead of following it. On the
- * GPU it is begun per batch of vertices and per chunk, once the first line is cached
- * (gv_pf_batch), when none is in flight; on the CPU target whenever the thread takes a
- * new line. The read is finished (gv_pf_end) when the walk moves on and the line it wants
- * is not cached, before the walk waits for any line, and when the warp is done: a warp
- * never waits for anything while its read-ahead is in flight (its slot locked, its CQE
- * unconsumed; array.h). BFS reads only the frontier's lists, so the next line is not
- * known to be wanted: no read-ahead there. On the GPU it lives in shared memory, one
- * per warp.
- */
-struct gv_pf {
-	struct bam_prefetch p;
-	uint64_t lim;                 /* no line whose first edge is at or past this */
-};
-
-/* Read-ahead helpers: not inlined into the walk kernels on the GPU (they run once per
- * line, and inlined code in the walks adds register spills: gv_off_read) */
-#ifdef __CUDACC__
-#define GV_COLD __host__ __device__ static inline __noinline__
-#else
-#define GV_COLD static inline
-#endif
-
-/* pf set up for a warp's walks if they read ahead (CC through bam with g->prefetch),
- * else NULL. Finish with gv_pf_end when the warp is done. */
-BAM_HD_INLINE struct gv_pf *gv_pf_setup(const struct graph_view *g, const struct cc_state *c, struct gv_pf *pf)
-{
-	if (!c || !g->bam || !g->prefetch)
-		return NULL;
-#if BAM_ON_GPU
-	if ((threadIdx.x & 31u) == 0)
-		bam_prefetch_init(&pf->p);
-	__syncwarp();
-#else
-	bam_prefetch_init(&pf->p);
-#endif
-	return pf;
-}
-
-/* Set the read-ahead's limit (edge index) for the walk that starts (whole warp). */
-BAM_HD_INLINE void gv_pf_limit(struct gv_pf *pf, uint64_t lim)
-{
-#if BAM_ON_GPU
-	if ((threadIdx.x & 31u) == 0)
-		pf->lim = lim;
-	__syncwarp();
-#else
-	pf->lim = lim;
-#endif
-}
-
-/* Finish the read-ahead in flight, if any (the whole warp calls it; lane 0 waits). A
- * failure is recorded in g->ctr->error, as a demand fill's is. */
-GV_COLD void gv_pf_end(const struct graph_view *g, struct gv_pf *pf)
-{
-#if BAM_ON_GPU
-	if ((threadIdx.x & 31u) == 0)
-		gv_fail(g, bam_array_prefetch_end(g->edge_a, &pf->p));
-	__syncwarp();
-#else
-	gv_fail(g, bam_array_prefetch_end(g->edge_a, &pf->p));
-#endif
-}
-
-/* Begin reading the line after the one that holds edge i, the newest line the walk
- * took, if none is in flight and the walk will read it (the whole warp calls it; lane
- * 0 begins it). */
-GV_COLD void gv_pf_begin(const struct graph_view *g, struct gv_pf *pf, uint64_t i)
-{
-#if BAM_ON_GPU
-	if ((threadIdx.x & 31u) == 0) {
-#endif
-		struct bam_array_dev *a = g->edge_a;
-		const uint64_t l = bam_array_line_of(a, i) + 1;
-		if (pf->p.slot < 0 && (l << (a->cache->line_shift - a->elem_shift)) < pf->lim)
-			bam_array_line_prefetch(a, l, i, &pf->p);
-#if BAM_ON_GPU
-	}
-	__syncwarp();
-#endif
-}
-
-#if BAM_ON_GPU
-/* At the start of a batch whose edges begin at i and end before i_end (whole warp;
- * lane 0 acts): make the batch's first line cached, then begin reading the line after
- * it if none is in flight. In that order: a read-ahead begun while the first line is
- * missing would be finished, its I/O waited out, before that line's fill could
- * start (the two fills one after the other; on the H200, CC of kron26 1.13x slower
- * than without read-ahead). The line is taken and let go (a fill if it is not cached,
- * after the read-ahead in flight is finished: nothing is waited for while one is); the
- * walk takes it again at once. */
-GV_COLD void gv_pf_batch(const struct graph_view *g, struct gv_pf *pf, uint64_t i, uint64_t i_end)
-{
-	if ((threadIdx.x & 31u) == 0 && i < i_end) {
-		struct bam_array_dev *a = g->edge_a;
-		const uint64_t l = bam_array_line_of(a, i);
-		int64_t s = bam_array_line_try_acquire(a, l, 1);
-		if (s < 0) {
-			gv_fail(g, bam_array_prefetch_end(a, &pf->p));
-			s = bam_array_line_acquire(a, l, 1, i);
-			if (s < 0)
-				gv_fail(g, (int)s);
-		}
-		if (s >= 0)
-			bam_slot_put(a->cache, (uint64_t)s, 1);
-		if (pf->p.slot < 0 && ((l + 1) << (a->cache->line_shift - a->elem_shift)) < pf->lim)
-			bam_array_line_prefetch(a, l + 1, i, &pf->p);
-	}
-	__syncwarp();
-}
-#endif
 
 /* Offset k of the plain offsets array (g->off_bytes wide). */
 BAM_HD_INLINE uint64_t gv_off_plain(const struct graph_view *g, uint64_t k)
@@ -323,25 +204,19 @@ BAM_HD_INLINE uint64_t gv_held_edge(const struct graph_view *g, const struct bam
  * taken (warp-coalesced among the threads that need one) only when i leaves the held
  * line, so a warp scanning a neighbour list probes the cache once per line, not once
  * per 32 edges. *gets counts the lines taken; the caller counts its reads and
- * releases h with gv_edges_done. pf: the read-ahead (NULL: none), finished before
- * a line is waited for and begun after one is taken. */
-BAM_HD_INLINE int gv_edge_h(const struct graph_view *g, struct bam_line *h, uint64_t i, uint64_t *u, uint32_t *gets,
-			    struct gv_pf *pf)
+ * releases h with gv_edges_done. */
+BAM_HD_INLINE int gv_edge_h(const struct graph_view *g, struct bam_line *h, uint64_t i, uint64_t *u, uint32_t *gets)
 {
 	if (!g->bam)
 		return gv_edge(g, i, u);
 	if (h->slot < 0 || i < h->first || i >= h->end) {
 		bam_line_put(g->edge_a, h);
-		if (pf) /* nothing is waited for while a read-ahead is in flight */
-			gv_pf_end(g, pf);
 		int rc = bam_line_warp_get(g->edge_a, h, i);
 		if (rc) {
 			gv_fail(g, rc);
 			return rc;
 		}
 		(*gets)++;
-		if (pf)
-			gv_pf_begin(g, pf, i);
 	}
 	*u = gv_held_edge(g, h, i);
 	return 0;
@@ -371,14 +246,11 @@ BAM_HD_INLINE uint32_t gv_next_line_group(uint32_t mask, uint64_t l, uint32_t *t
  * so warps cannot hold every slot of a small cache while each waits for one more
  * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
  * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
- * with -EBUSY; results/graph.md). pf (NULL: none), the warp's read-ahead: finished
- * when a line wanted is not cached (it may be that line) and so before any wait (it
- * is begun per batch, walk_vertices, or per chunk, chunk_warp: a call here, once per
- * line, cost the walk more register spills). Returns nonzero, the same in every
- * lane, if any lane's line could not be taken (recorded in g->ctr->error).
+ * with -EBUSY; results/graph.md). Returns nonzero, the same in every lane, if any
+ * lane's line could not be taken (recorded in g->ctr->error).
  */
 BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, uint64_t i, int act, uint64_t *u,
-			       uint32_t *gets, struct gv_pf *pf)
+			       uint32_t *gets)
 {
 	const uint32_t full = 0xffffffffu, lane = threadIdx.x & 31u;
 	struct bam_array_dev *a = g->edge_a;
@@ -395,13 +267,6 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 	if (!in_h) { /* (a line taken so counts no access: its element is one of the n) */
 		bam_line_put(a, h);
 		got = bam_line_warp_try_get(a, h, i) == 0;
-	}
-	if (pf && !__all_sync(full, got) && pf->p.slot >= 0) {
-		/* a line not cached may be the one being read ahead: finish that read (it
-		 * must be finished before any wait anyway) and try once more */
-		gv_pf_end(g, pf);
-		if (!got)
-			got = bam_line_warp_try_get(a, h, i) == 0;
 	}
 	if (!__all_sync(full, got)) {
 		/* some line must be filled or waited for: let go of every line first */
@@ -514,12 +379,12 @@ BAM_HD_INLINE int arc_warp(const struct graph_view *g, struct bfs_state *b, stru
 #endif
 
 /* Arcs [s, e) of vertex v by the calling warp (lane, wsize), through line handle h
- * (kept across calls, so consecutive lists share line acquisitions) and read-ahead pf
- * (NULL: none). Adds the edges read to *n and the lines taken to *gets. Returns
- * nonzero on error (recorded in g->ctr->error). */
+ * (kept across calls, so consecutive lists share line acquisitions). Adds the edges
+ * read to *n and the lines taken to *gets. Returns nonzero on error (recorded in
+ * g->ctr->error). */
 BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t v,
 			    uint64_t s, uint64_t e, uint32_t lane, uint32_t wsize, struct bam_line *h, uint32_t *n,
-			    uint32_t *gets, struct gv_pf *pf)
+			    uint32_t *gets)
 {
 #if BAM_ON_GPU
 	if (g->bam) { /* the whole warp in step: gv_edge_warp */
@@ -527,7 +392,7 @@ BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, str
 			const uint64_t i = base + lane;
 			const int act = i < e;
 			uint64_t u = 0;
-			if (gv_edge_warp(g, h, i, act, &u, gets, pf) || arc_warp(g, b, c, v, u, act, n))
+			if (gv_edge_warp(g, h, i, act, &u, gets) || arc_warp(g, b, c, v, u, act, n))
 				return 1;
 		}
 		return 0;
@@ -535,7 +400,7 @@ BAM_HD_INLINE int walk_list(const struct graph_view *g, struct bfs_state *b, str
 #endif
 	for (uint64_t i = s + lane; i < e; i += wsize) {
 		uint64_t u;
-		if (gv_edge_h(g, h, i, &u, gets, pf))
+		if (gv_edge_h(g, h, i, &u, gets))
 			return 1;
 		(*n)++;
 		if (u >= g->n) {
@@ -586,14 +451,13 @@ BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uin
 	struct bam_line h = {0};
 	h.slot = -1;
 	uint32_t n = 0, gets = 0;
-	walk_list(g, b, NULL, v, s, e, lane, wsize, &h, &n, &gets, NULL);
+	walk_list(g, b, NULL, v, s, e, lane, wsize, &h, &n, &gets);
 	gv_edges_done(g, &h, n, gets);
 }
 
-/* One warp walks queued chunk k (the second kernel of a level / pass), reading ahead
- * through pf (NULL: not). */
+/* One warp walks queued chunk k (the second kernel of a level / pass). */
 BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
-			      uint32_t lane, uint32_t wsize, struct gv_pf *pf)
+			      uint32_t lane, uint32_t wsize)
 {
 	if (gv_failed(g))
 		return;
@@ -601,13 +465,7 @@ BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, s
 	struct bam_line h = {0};
 	h.slot = -1;
 	uint32_t n = 0, gets = 0;
-	if (pf) {
-		gv_pf_limit(pf, ch.e);
-#if BAM_ON_GPU /* the chunk's first line cached, the line after it read ahead */
-		gv_pf_batch(g, pf, ch.s, ch.e);
-#endif
-	}
-	walk_list(g, b, c, ch.v, ch.s, ch.e, lane, wsize, &h, &n, &gets, pf);
+	walk_list(g, b, c, ch.v, ch.s, ch.e, lane, wsize, &h, &n, &gets);
 	gv_edges_done(g, &h, n, gets);
 }
 
@@ -647,30 +505,6 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 }
 
 #if BAM_ON_GPU
-/* The batch's offsets (lane k <= cnt: offset base + k into *o) while the warp's
- * read-ahead is in flight: read only if their lines are cached now (nothing waited
- * for; accesses counted). Returns 1 if read, 0 if not (nothing read, *o unchanged).
- * The whole warp calls it. */
-GV_COLD int gv_off_cached(const struct graph_view *g, uint64_t base, uint32_t cnt, uint64_t *o)
-{
-	const uint32_t lane = threadIdx.x & 31u;
-	int ok = 1;
-	uint64_t x = 0;
-	if (lane <= cnt) {
-		struct bam_line t;
-		ok = bam_line_warp_try_get(g->off_a, &t, base + lane) == 0;
-		if (ok) {
-			x = gv_off_in_line(g, t.data, base + lane - t.first);
-			bam_line_warp_put(g->off_a, &t);
-		}
-	}
-	if (!__all_sync(0xffffffffu, ok))
-		return 0;
-	*o = x;
-	bam_array_count_accesses(g->off_a, lane <= cnt ? 1u : 0u);
-	return 1;
-}
-
 /*
  * The lists of one batch of vertices, walked by the whole warp at once: lane j holds
  * the list [s, e) of vertex base + j (empty: nothing to walk). The lists are laid end
@@ -680,12 +514,11 @@ GV_COLD int gv_off_cached(const struct graph_view *g, uint64_t base, uint32_t cn
  * (One list per step, as walk_list does, took a step per list: a warp whose vertices
  * had short lists took a step, a few dependent memory accesses, for every one of them.)
  * Lists longer than GV_CHUNK go to the chunk queue first. Adds the edges read to *n,
- * the lines taken to *gets; pf as for gv_edge_warp; returns nonzero, the same in
- * every lane, on error (recorded in g->ctr->error).
+ * the lines taken to *gets; returns nonzero, the same in every lane, on error
+ * (recorded in g->ctr->error).
  */
 BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t base,
-				  uint64_t s, uint64_t e, uint32_t lane, struct bam_line *h, uint32_t *n, uint32_t *gets,
-				  struct gv_pf *pf)
+				  uint64_t s, uint64_t e, uint32_t lane, struct bam_line *h, uint32_t *n, uint32_t *gets)
 {
 	const uint32_t full = 0xffffffffu;
 	/* long lists: queued as chunks, one after the other (each call is warp-wide) */
@@ -714,7 +547,7 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
 		const uint64_t i = __shfl_sync(full, s, j) + (p - __shfl_sync(full, exc, j));
 		uint64_t u = 0;
 		if (g->bam) {
-			if (gv_edge_warp(g, h, i, act, &u, gets, pf))
+			if (gv_edge_warp(g, h, i, act, &u, gets))
 				return 1;
 		} else if (act) {
 			gv_edge(g, i, &u);
@@ -744,17 +577,12 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
  * after the other. Lists longer than GV_CHUNK go to the chunk queue. The handle is
  * dropped before the next batch's offsets are read: a warp never holds a line while it
  * waits for another (no hold-and-wait among warps, so no deadlock when the cache has
- * fewer lines than warps). pf (NULL: none): the read-ahead on the edge array (struct
- * gv_pf), up to edge min(hi, m); while a read is in flight the GPU reads a batch's
- * offsets only if their lines are cached, and otherwise finishes the read first.
+ * fewer lines than warps).
  */
 BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
-				 uint64_t last, uint64_t lo, uint64_t hi, uint32_t lane, uint32_t wsize,
-				 struct gv_pf *pf)
+				 uint64_t last, uint64_t lo, uint64_t hi, uint32_t lane, uint32_t wsize)
 {
 	int bad = 0;
-	if (pf)
-		gv_pf_limit(pf, hi < g->m ? hi : g->m);
 	for (uint64_t base = first; base < last && !bad; base += CC_BATCH) {
 		if (gv_failed(g))
 			break;
@@ -768,12 +596,8 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 		if (!want)
 			continue;
 		uint64_t ol = 0;
-		if (!(pf && pf->p.slot >= 0 && gv_off_cached(g, base, cnt, &ol))) {
-			if (pf && pf->p.slot >= 0)
-				gv_pf_end(g, pf);
-			if (lane <= cnt && gv_off(g, &ho, base + lane, &ol))
-				bad = 1;
-		}
+		if (lane <= cnt && gv_off(g, &ho, base + lane, &ol))
+			bad = 1;
 		if (__any_sync(0xffffffffu, bad))
 			break;
 #else
@@ -786,8 +610,6 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 		}
 		if (!want)
 			continue;
-		if (pf)
-			gv_pf_end(g, pf);
 		uint64_t ob[CC_BATCH + 1];
 		for (uint32_t k = 0; k <= cnt && !bad; k++)
 			bad = gv_off(g, &ho, base + k, &ob[k]) != 0;
@@ -803,12 +625,9 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 			uint64_t s = ol, e = __shfl_down_sync(0xffffffffu, ol, 1);
 			s = s > lo ? s : lo;
 			e = e < hi ? e : hi;
-			if (pf) /* the batch's first line cached, the line after it read ahead */
-				gv_pf_batch(g, pf, __shfl_sync(0xffffffffu, s, 0),
-					    __shfl_sync(0xffffffffu, e, cnt - 1));
 			if (lane >= cnt || !(want >> lane & 1u) || s > e)
 				e = s;
-			bad = walk_batch_warp(g, b, c, base, s, e, lane, &h, &n, &gets, pf);
+			bad = walk_batch_warp(g, b, c, base, s, e, lane, &h, &n, &gets);
 		}
 #else
 		for (uint32_t j = 0; j < cnt && !bad; j++) {
@@ -820,7 +639,7 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 			e = e < hi ? e : hi;
 			if (s >= e || heavy_push(g, v, s, e, lane, wsize))
 				continue;
-			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets, pf);
+			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets);
 		}
 #endif
 		gv_edges_done(g, &h, n, gets);
@@ -829,9 +648,9 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 
 /* walk_vertices over whole lists. */
 BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t first,
-			      uint64_t last, uint32_t lane, uint32_t wsize, struct gv_pf *pf)
+			      uint64_t last, uint32_t lane, uint32_t wsize)
 {
-	walk_vertices(g, b, c, first, last, 0, UINT64_MAX, lane, wsize, pf);
+	walk_vertices(g, b, c, first, last, 0, UINT64_MAX, lane, wsize);
 }
 
 /*
@@ -846,10 +665,10 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
  * results/graph.md, gpu-check stage ranges).
  */
 BAM_HD_INLINE void walk_part(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
-			     uint32_t lane, uint32_t wsize, struct gv_pf *pf)
+			     uint32_t lane, uint32_t wsize)
 {
 	const struct gv_range it = g->ranges[k];
-	walk_vertices(g, b, c, it.first, it.last, it.lo, it.hi, lane, wsize, pf);
+	walk_vertices(g, b, c, it.first, it.last, it.lo, it.hi, lane, wsize);
 }
 
 /* Most vertices in one work item of g->ranges: 8 batches (a run of vertices with empty
