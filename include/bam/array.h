@@ -674,8 +674,10 @@ BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64
 
 /* A line read begun by bam_array_line_prefetch, not yet finished: its slot is locked
  * BUSY and the line's translation entry says FILLING (threads that want the line wait
- * for it as for any fill) until bam_array_prefetch_end. One read at a time per handle;
- * set up with bam_prefetch_init. */
+ * for it as for any fill) until bam_array_prefetch_end. One read in flight per thread
+ * (a thread with two could wait, in the second's write-back of a dirty victim, for a
+ * queue credit that its own unconsumed first CQE holds); set up with
+ * bam_prefetch_init. */
 struct bam_prefetch {
 	int64_t slot;             /* the slot being filled; -1: no read in flight */
 	uint64_t line;            /* its line index */
@@ -693,17 +695,19 @@ BAM_HD_INLINE void bam_prefetch_init(struct bam_prefetch *pf)
  * Begin reading line l (a line index, bam_array_line_of) of a into the cache and
  * return without waiting for it, so that the caller works on lines it holds while the
  * read is in flight (overlap of I/O and compute; the BaM prototype's reads were all
- * synchronous, paper section 4). Waits for nothing: no read is begun if pf already has
- * one in flight, if l >= a->n_lines, if the line is cached or being filled, if none of
- * the clock's next BAM_PREFETCH_TRIES positions is a free slot, or if the queue pair
- * has no room (NVMe Base 2.0 section 4.1: no credit). A dirty victim is written back
- * first (that write is waited for, as in any fill). Returns 1: begun; the caller must
- * finish it with bam_array_prefetch_end before it waits for any line or any other
- * thread (the slot stays locked and the command's CQE unconsumed until then: the
- * no-hold-and-wait rule of docs/DESIGN.md, "Applications"); 0: nothing begun. A
- * submission that failed (-EIO: queue pair broken; -ETIMEDOUT) is recorded as a
- * demand fill's failure is (bam_dev_record_error, the array's error counter); the line
- * is then left for a demand fill. 'hint' as for bam_array_line_acquire. Per thread.
+ * synchronous, paper section 4). Waits for no line and no credit: no read is begun if
+ * pf already has one in flight, if l >= a->n_lines, if the line is cached or being
+ * filled, if none of the clock's next BAM_PREFETCH_TRIES positions is a free slot, or
+ * if the queue pair has no room (NVMe Base 2.0 section 4.1: no credit). The one wait:
+ * a dirty victim is written back first, as in any fill (bounded by the device's
+ * timeout). Returns 1: begun; the caller must finish it with bam_array_prefetch_end
+ * before it waits for any line, any queue credit or any other thread (the slot stays
+ * locked and the command's CQE unconsumed until then: docs/DESIGN.md, "Cache and
+ * arrays"); 0: nothing begun. A submission that failed (-EIO: queue pair broken;
+ * -ETIMEDOUT) and a failed write-back of the victim are recorded as a demand fill's
+ * failure is (bam_dev_record_error, the array's error counter; the write-back also by
+ * bam_cache_evict_locked, against the victim's array); the line is then left for a
+ * demand fill. 'hint' as for bam_array_line_acquire. Per thread.
  */
 BAM_HD_INLINE int bam_array_line_prefetch(struct bam_array_dev *a, uint64_t l, uint64_t hint, struct bam_prefetch *pf)
 {
@@ -753,7 +757,9 @@ BAM_HD_INLINE int bam_array_line_prefetch(struct bam_array_dev *a, uint64_t l, u
  * device's timeout from the submission: the slot is retired until the command is
  * known complete) or -EIO (the NVMe status was not success); on either error the line
  * is not published and the error is recorded (bam_dev_record_error, the array's error
- * counter). Counts a miss and the bytes read. Per thread: the one that began it.
+ * counter). On success counts a miss and the bytes read. The line is published with
+ * no reference: the caller takes it as any cached line (it may be evicted before).
+ * Per thread: the one that began it.
  */
 BAM_HD_INLINE int bam_array_prefetch_end(struct bam_array_dev *a, struct bam_prefetch *pf)
 {
