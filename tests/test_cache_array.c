@@ -178,6 +178,7 @@ struct stream_job {
 	struct bam_array_dev *a;
 	int errors;
 	uint64_t n;
+	uint64_t begun; /* read-aheads begun (pf_scan_thread) */
 };
 static void stream_thread(void *arg, uint64_t tid)
 {
@@ -260,12 +261,22 @@ static void test_line_handle_scan(void **state)
 /* ---- read-ahead (bam_array_line_prefetch / bam_array_prefetch_end) ---------------- */
 
 /* One thread: a read begun is finished and published; what may not be begun is not;
- * the line then reads as a hit with the right data; one miss and one line's bytes. */
+ * the line then reads as a hit with the right data; one miss and one line's bytes.
+ * Every command takes 20 ms: the line's data lands long after the begin returned, so
+ * an end that published without waiting for the CQE would leave the checks below
+ * reading an empty line. */
 static void test_prefetch_basic(void **state)
 {
 	(void)state;
 	struct env e;
-	uint64_t n = open_streaming(&e); /* u64 i = 3i, 512-byte lines of 64 elements */
+	uint64_t n = 1u << 20;
+	open_env(&e, "emu:size=16M,delay_rate=1,delay_us=20000", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
+	uint64_t *buf = malloc(n * 8);
+	assert_non_null(buf);
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = i * 3;
+	assert_int_equal(bam_array_media_write(e.arr, 0, buf, n), 0);
+	free(buf);
 	struct bam_array_dev *a = bam_array_dev(e.arr);
 	struct bam_prefetch pf, pf2;
 	bam_prefetch_init(&pf);
@@ -277,10 +288,12 @@ static void test_prefetch_basic(void **state)
 	assert_int_equal(bam_array_line_prefetch(a, 5, 0, &pf2), 0); /* being filled */
 	assert_int_equal(bam_array_line_prefetch(a, a->n_lines, 0, &pf2), 0);
 	assert_int_equal(pf2.slot, -1);
+	const int64_t slot = pf.slot;
 	assert_int_equal(bam_array_prefetch_end(a, &pf), 0);
 	assert_int_equal(pf.slot, -1);
 	assert_int_equal(bam_array_prefetch_end(a, &pf), 0); /* nothing in flight: nothing done */
-	assert_true(a->xlat[5] < BAM_XLAT_FILLING);
+	assert_int_equal(a->xlat[5], slot);
+	assert_int_equal(((const uint64_t *)(a->cache->lines + (uint64_t)slot * 512))[7], (5 * 64 + 7) * 3);
 	assert_int_equal(bam_array_line_prefetch(a, 5, 0, &pf), 0); /* cached now */
 	struct bam_array_stats st;
 	assert_int_equal(bam_array_stats(e.arr, &st), 0);
@@ -342,10 +355,19 @@ static void test_prefetch_timeout(void **state)
 	bam_prefetch_init(&pf);
 	assert_int_equal(bam_array_line_prefetch(a, 3, 0, &pf), 1);
 	const int64_t s = pf.slot;
+	const uint16_t cid = pf.io.cid;
+	const uint32_t qpi = (uint32_t)(pf.io.qp - a->io->ctrl[0].qps);
 	assert_int_equal(bam_array_prefetch_end(a, &pf), -ETIMEDOUT);
 	assert_int_equal(a->xlat[3], BAM_XLAT_NONE);
 	assert_int_equal(a->cache->state[s] & ~BAM_SLOT_CNT, BAM_SLOT_RETIRED);
+	/* the command recorded, so the slot comes back once it is known complete */
+	assert_int_equal(a->cache->pending[s], bam_pend_make(0, qpi, cid, 0));
 	assert_int_equal(bam_ctx_dev(e.ctx)->error, ETIMEDOUT);
+	struct bam_array_stats st;
+	bam_array_stats(e.arr, &st);
+	assert_int_equal(st.c.errors, 1);
+	assert_int_equal(st.c.misses, 0);
+	assert_int_equal(st.c.bytes_read, 0);
 	close_env(&e);
 }
 
@@ -368,8 +390,8 @@ static void pf_scan_thread(void *arg, uint64_t tid)
 			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (l + 1 < tid * 64 + 64)
-			bam_array_line_prefetch(j->a, l + 1, tid, &pf);
+		if (l + 1 < tid * 64 + 64 && bam_array_line_prefetch(j->a, l + 1, tid, &pf))
+			__atomic_fetch_add(&j->begun, 1, __ATOMIC_RELAXED);
 		const uint64_t *v = (const uint64_t *)h.data;
 		for (uint64_t k = 0; k < per; k++)
 			if (v[k] != (l * per + k) * 3)
@@ -395,6 +417,45 @@ static void test_prefetch_scan(void **state)
 	assert_int_equal(bam_array_stats(e.arr, &st), 0);
 	assert_true(st.c.misses >= 48 * 64); /* each thread's 64 lines read at least once */
 	assert_int_equal(st.c.errors, 0);
+	assert_true(j.begun > 0); /* the read-aheads were begun, not all refused */
+	close_env(&e);
+}
+
+/* A full queue pair: no read-ahead is begun (it never waits for a credit), and the
+ * line and the slot it would have used are left as they were. */
+static void test_prefetch_queue_full(void **state)
+{
+	(void)state;
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 1, .queue_depth = 2, .timeout_ns = 30000000000ull};
+	char err[256];
+	struct env e;
+	assert_int_equal(bam_ctx_open("emu:size=1M,delay_rate=1,delay_us=200000", &o, &e.ctx, err, sizeof(err)), 0);
+	struct bam_cache_opts co = {.capacity = 64 << 10, .line_size = 4096};
+	assert_int_equal(bam_cache_create(e.ctx, &co, &e.cache), 0);
+	struct bam_array_opts ao = {.n_elems = 65536, .elem_size = 4};
+	assert_int_equal(bam_array_create(e.cache, &ao, &e.arr), 0);
+	struct bam_array_dev *a = bam_array_dev(e.arr);
+	struct bam_prefetch p1, p2;
+	bam_prefetch_init(&p1);
+	bam_prefetch_init(&p2);
+	/* depth 2: one command outstanding at most; the first holds it for 200 ms */
+	assert_int_equal(bam_array_line_prefetch(a, 1, 0, &p1), 1);
+	assert_int_equal(bam_array_line_prefetch(a, 2, 0, &p2), 0);
+	assert_int_equal(p2.slot, -1);
+	assert_int_equal(a->xlat[2], BAM_XLAT_NONE);
+	const struct bam_cache_dev *c = a->cache;
+	uint32_t busy = 0;
+	for (uint64_t k = 0; k < c->n_slots; k++)
+		busy += (c->state[k] & BAM_SLOT_BUSY) != 0;
+	assert_int_equal(busy, 1); /* only the first read's slot */
+	assert_int_equal(bam_array_prefetch_end(a, &p1), 0);
+	uint32_t v = 1;
+	assert_int_equal(bam_array_read_u32(a, 2048, &v), 0); /* line 2 on demand */
+	assert_int_equal(v, 0);
+	struct bam_array_stats st;
+	bam_array_stats(e.arr, &st);
+	assert_int_equal(st.c.errors, 0);
+	assert_int_equal(st.c.misses, 2);
 	close_env(&e);
 }
 
@@ -575,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_error),
 		cmocka_unit_test(test_prefetch_timeout),
 		cmocka_unit_test(test_prefetch_scan),
+		cmocka_unit_test(test_prefetch_queue_full),
 		cmocka_unit_test(test_flush_durability),
 		cmocka_unit_test(test_fill_error_not_published),
 		cmocka_unit_test(test_fill_waiter_in_line),
