@@ -2,7 +2,7 @@
 /*
  * The software cache and array API on the CPU target: random reads and writes from
  * many threads against a shadow copy; an oversubscribed cache; flush durability with
- * concurrent writers to one line; an I/O error during a fill; read-ahead.
+ * concurrent writers to one line; an I/O error during a fill.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,7 +178,6 @@ struct stream_job {
 	struct bam_array_dev *a;
 	int errors;
 	uint64_t n;
-	uint64_t begun; /* read-aheads begun (pf_scan_thread) */
 };
 static void stream_thread(void *arg, uint64_t tid)
 {
@@ -255,207 +254,6 @@ static void test_line_handle_scan(void **state)
 	struct bam_array_stats st;
 	assert_int_equal(bam_array_stats(e.arr, &st), 0);
 	assert_true(st.c.misses >= n / 64); /* every line was read in at least once */
-	close_env(&e);
-}
-
-/* ---- read-ahead (bam_array_line_prefetch / bam_array_prefetch_end) ---------------- */
-
-/* One thread: a read begun is finished and published; what may not be begun is not;
- * the line then reads as a hit with the right data; one miss and one line's bytes.
- * Every command takes 20 ms: the line's data lands long after the begin returned, so
- * an end that published without waiting for the CQE would leave the checks below
- * reading an empty line. */
-static void test_prefetch_basic(void **state)
-{
-	(void)state;
-	struct env e;
-	uint64_t n = 1u << 20;
-	open_env(&e, "emu:size=16M,delay_rate=1,delay_us=20000", 16 << 10, 512, n, 8, BAM_LAYOUT_STRIPE);
-	uint64_t *buf = malloc(n * 8);
-	assert_non_null(buf);
-	for (uint64_t i = 0; i < n; i++)
-		buf[i] = i * 3;
-	assert_int_equal(bam_array_media_write(e.arr, 0, buf, n), 0);
-	free(buf);
-	struct bam_array_dev *a = bam_array_dev(e.arr);
-	struct bam_prefetch pf, pf2;
-	bam_prefetch_init(&pf);
-	bam_prefetch_init(&pf2);
-	assert_int_equal(bam_array_line_prefetch(a, 5, 0, &pf), 1);
-	assert_true(pf.slot >= 0);
-	assert_int_equal(a->xlat[5], BAM_XLAT_FILLING);
-	assert_int_equal(bam_array_line_prefetch(a, 6, 0, &pf), 0);  /* one in flight per handle */
-	assert_int_equal(bam_array_line_prefetch(a, 5, 0, &pf2), 0); /* being filled */
-	assert_int_equal(bam_array_line_prefetch(a, a->n_lines, 0, &pf2), 0);
-	assert_int_equal(pf2.slot, -1);
-	const int64_t slot = pf.slot;
-	assert_int_equal(bam_array_prefetch_end(a, &pf), 0);
-	assert_int_equal(pf.slot, -1);
-	assert_int_equal(bam_array_prefetch_end(a, &pf), 0); /* nothing in flight: nothing done */
-	assert_int_equal(a->xlat[5], slot);
-	assert_int_equal(((const uint64_t *)(a->cache->lines + (uint64_t)slot * 512))[7], (5 * 64 + 7) * 3);
-	assert_int_equal(bam_array_line_prefetch(a, 5, 0, &pf), 0); /* cached now */
-	struct bam_array_stats st;
-	assert_int_equal(bam_array_stats(e.arr, &st), 0);
-	assert_int_equal(st.c.misses, 1);
-	assert_int_equal(st.c.bytes_read, 512);
-	for (uint64_t i = 5 * 64; i < 6 * 64; i++) {
-		uint64_t v = 0;
-		assert_int_equal(bam_array_read_u64(a, i, &v), 0);
-		assert_int_equal(v, i * 3);
-	}
-	assert_int_equal(bam_array_stats(e.arr, &st), 0);
-	assert_int_equal(st.c.misses, 1); /* the reads hit */
-	assert_int_equal(st.c.hits, 64);
-	assert_true(n > 6 * 64);
-	close_env(&e);
-}
-
-/* A read-ahead whose read fails: not published, the error recorded, and a later read
- * of the line fails too (a demand fill of its own), never a stale line. */
-static void test_prefetch_error(void **state)
-{
-	(void)state;
-	struct env e;
-	/* LBAs 16..23 = line 2 with 4 KiB lines (element 2048 of u32) */
-	open_env(&e, "emu:size=1M,err_lba=16-24", 64 << 10, 4096, 65536, 4, BAM_LAYOUT_STRIPE);
-	struct bam_array_dev *a = bam_array_dev(e.arr);
-	struct bam_prefetch pf;
-	bam_prefetch_init(&pf);
-	assert_int_equal(bam_array_line_prefetch(a, 2, 0, &pf), 1);
-	assert_int_equal(bam_array_prefetch_end(a, &pf), -EIO);
-	assert_int_equal(a->xlat[2], BAM_XLAT_NONE);
-	uint32_t v = 1;
-	assert_int_equal(bam_array_read_u32(a, 2048, &v), -EIO);
-	assert_int_equal(bam_array_line_prefetch(a, 1, 0, &pf), 1);
-	assert_int_equal(bam_array_prefetch_end(a, &pf), 0);
-	assert_int_equal(bam_array_read_u32(a, 1024, &v), 0);
-	struct bam_array_stats st;
-	bam_array_stats(e.arr, &st);
-	assert_int_equal(st.c.errors, 2);
-	assert_int_equal(bam_ctx_dev(e.ctx)->error, EIO); /* the sticky device error */
-	/* every slot unlocked, no reference left */
-	const struct bam_cache_dev *c = a->cache;
-	for (uint64_t k = 0; k < c->n_slots; k++)
-		assert_int_equal(c->state[k] & (BAM_SLOT_BUSY | BAM_SLOT_CNT), 0);
-	close_env(&e);
-}
-
-/* A read-ahead whose CQE never comes: -ETIMEDOUT at the end, the line not published,
- * its slot retired (the controller may still write into it), the error recorded. */
-static void test_prefetch_timeout(void **state)
-{
-	(void)state;
-	struct env e;
-	env_timeout_ns = 100000000ull; /* 100 ms */
-	open_env(&e, "emu:size=1M,drop_rate=1", 64 << 10, 4096, 65536, 4, BAM_LAYOUT_STRIPE);
-	env_timeout_ns = 30000000000ull;
-	struct bam_array_dev *a = bam_array_dev(e.arr);
-	struct bam_prefetch pf;
-	bam_prefetch_init(&pf);
-	assert_int_equal(bam_array_line_prefetch(a, 3, 0, &pf), 1);
-	const int64_t s = pf.slot;
-	const uint16_t cid = pf.io.cid;
-	const uint32_t qpi = (uint32_t)(pf.io.qp - a->io->ctrl[0].qps);
-	assert_int_equal(bam_array_prefetch_end(a, &pf), -ETIMEDOUT);
-	assert_int_equal(a->xlat[3], BAM_XLAT_NONE);
-	assert_int_equal(a->cache->state[s] & ~BAM_SLOT_CNT, BAM_SLOT_RETIRED);
-	/* the command recorded, so the slot comes back once it is known complete */
-	assert_int_equal(a->cache->pending[s], bam_pend_make(0, qpi, cid, 0));
-	assert_int_equal(bam_ctx_dev(e.ctx)->error, ETIMEDOUT);
-	struct bam_array_stats st;
-	bam_array_stats(e.arr, &st);
-	assert_int_equal(st.c.errors, 1);
-	assert_int_equal(st.c.misses, 0);
-	assert_int_equal(st.c.bytes_read, 0);
-	close_env(&e);
-}
-
-/* Many threads, each scanning its own lines one after the other with the next line
- * read ahead, through a cache of fewer slots than threads: the read-ahead finished
- * before each wait (the no-hold-and-wait rule), every element checked, no error, no
- * hang, and afterwards no slot locked or referenced. */
-static void pf_scan_thread(void *arg, uint64_t tid)
-{
-	struct stream_job *j = arg;
-	const uint64_t per = 64; /* u64 per 512-byte line */
-	struct bam_prefetch pf;
-	bam_prefetch_init(&pf);
-	/* thread t: lines [t * 64, t * 64 + 64), in order */
-	for (uint64_t l = tid * 64; l < tid * 64 + 64 && l * per < j->n; l++) {
-		if (bam_array_prefetch_end(j->a, &pf))
-			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
-		struct bam_line h = {.slot = -1};
-		if (bam_line_get(j->a, &h, l * per)) {
-			__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
-			continue;
-		}
-		if (l + 1 < tid * 64 + 64 && bam_array_line_prefetch(j->a, l + 1, tid, &pf))
-			__atomic_fetch_add(&j->begun, 1, __ATOMIC_RELAXED);
-		const uint64_t *v = (const uint64_t *)h.data;
-		for (uint64_t k = 0; k < per; k++)
-			if (v[k] != (l * per + k) * 3)
-				__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
-		bam_line_put(j->a, &h);
-	}
-	if (bam_array_prefetch_end(j->a, &pf))
-		__atomic_fetch_add(&j->errors, 1, __ATOMIC_RELAXED);
-}
-
-static void test_prefetch_scan(void **state)
-{
-	(void)state;
-	struct env e;
-	uint64_t n = open_streaming(&e); /* 32 slots of 512 bytes */
-	struct stream_job j = {.a = bam_array_dev(e.arr), .n = n};
-	assert_int_equal(bam_cpu_launch(48, 48, pf_scan_thread, &j), 0);
-	assert_int_equal(j.errors, 0);
-	const struct bam_cache_dev *c = j.a->cache;
-	for (uint64_t k = 0; k < c->n_slots; k++)
-		assert_int_equal(__atomic_load_n(&c->state[k], __ATOMIC_ACQUIRE) & (BAM_SLOT_BUSY | BAM_SLOT_CNT), 0);
-	struct bam_array_stats st;
-	assert_int_equal(bam_array_stats(e.arr, &st), 0);
-	assert_true(st.c.misses >= 48 * 64); /* each thread's 64 lines read at least once */
-	assert_int_equal(st.c.errors, 0);
-	assert_true(j.begun > 0); /* the read-aheads were begun, not all refused */
-	close_env(&e);
-}
-
-/* A full queue pair: no read-ahead is begun (it never waits for a credit), and the
- * line and the slot it would have used are left as they were. */
-static void test_prefetch_queue_full(void **state)
-{
-	(void)state;
-	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 1, .queue_depth = 2, .timeout_ns = 30000000000ull};
-	char err[256];
-	struct env e;
-	assert_int_equal(bam_ctx_open("emu:size=1M,delay_rate=1,delay_us=200000", &o, &e.ctx, err, sizeof(err)), 0);
-	struct bam_cache_opts co = {.capacity = 64 << 10, .line_size = 4096};
-	assert_int_equal(bam_cache_create(e.ctx, &co, &e.cache), 0);
-	struct bam_array_opts ao = {.n_elems = 65536, .elem_size = 4};
-	assert_int_equal(bam_array_create(e.cache, &ao, &e.arr), 0);
-	struct bam_array_dev *a = bam_array_dev(e.arr);
-	struct bam_prefetch p1, p2;
-	bam_prefetch_init(&p1);
-	bam_prefetch_init(&p2);
-	/* depth 2: one command outstanding at most; the first holds it for 200 ms */
-	assert_int_equal(bam_array_line_prefetch(a, 1, 0, &p1), 1);
-	assert_int_equal(bam_array_line_prefetch(a, 2, 0, &p2), 0);
-	assert_int_equal(p2.slot, -1);
-	assert_int_equal(a->xlat[2], BAM_XLAT_NONE);
-	const struct bam_cache_dev *c = a->cache;
-	uint32_t busy = 0;
-	for (uint64_t k = 0; k < c->n_slots; k++)
-		busy += (c->state[k] & BAM_SLOT_BUSY) != 0;
-	assert_int_equal(busy, 1); /* only the first read's slot */
-	assert_int_equal(bam_array_prefetch_end(a, &p1), 0);
-	uint32_t v = 1;
-	assert_int_equal(bam_array_read_u32(a, 2048, &v), 0); /* line 2 on demand */
-	assert_int_equal(v, 0);
-	struct bam_array_stats st;
-	bam_array_stats(e.arr, &st);
-	assert_int_equal(st.c.errors, 0);
-	assert_int_equal(st.c.misses, 2);
 	close_env(&e);
 }
 
@@ -632,11 +430,6 @@ int main(void)
 		cmocka_unit_test(test_oversubscribed_no_hang),
 		cmocka_unit_test(test_oversubscribed_streaming),
 		cmocka_unit_test(test_line_handle_scan),
-		cmocka_unit_test(test_prefetch_basic),
-		cmocka_unit_test(test_prefetch_error),
-		cmocka_unit_test(test_prefetch_timeout),
-		cmocka_unit_test(test_prefetch_scan),
-		cmocka_unit_test(test_prefetch_queue_full),
 		cmocka_unit_test(test_flush_durability),
 		cmocka_unit_test(test_fill_error_not_published),
 		cmocka_unit_test(test_fill_waiter_in_line),

@@ -366,27 +366,6 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 	return 0;
 }
 
-/* One position of the clock (bam_cache_pick_victim): the slot at the hand, locked
- * BUSY for the caller if it is free to take (returned), else -1 ('help' as for
- * bam_cache_slot_reclaim). */
-BAM_HD_INLINE int64_t bam_cache_clock_step(struct bam_cache_dev *c, int help)
-{
-	uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
-	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
-	if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
-		if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, help))
-			return (int64_t)s;
-		return -1;
-	}
-	if (st & BAM_SLOT_REF) {
-		bam_red_and_relaxed_gpu_u32(&c->state[s], ~BAM_SLOT_REF);
-		return -1;
-	}
-	if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
-		return (int64_t)s;
-	return -1;
-}
-
 /* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
  * Retired and pinned slots met on the way are given back when their command is known
  * complete; after a fruitless sweep, helping their queues' CQ heads along. A REF bit
@@ -403,9 +382,19 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 	for (;;) {
 		/* sweep twice the cache: the first pass may only clear REF bits */
 		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
-			const int64_t s = bam_cache_clock_step(c, iter > 0);
-			if (s >= 0)
-				return s;
+			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
+			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
+				if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
+					return (int64_t)s;
+				continue;
+			}
+			if (st & BAM_SLOT_REF) {
+				bam_red_and_relaxed_gpu_u32(&c->state[s], ~BAM_SLOT_REF);
+				continue;
+			}
+			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
+				return (int64_t)s;
 		}
 		/* every slot referenced or busy: wait for releases, bounded */
 		if (bam_time_ns() > deadline)
@@ -443,24 +432,6 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
 	bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
 	bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).evictions, 1);
 	return 0;
-}
-
-/* The end of a line fill into slot s (locked BUSY by the filler, its tag set): rc 0,
- * the line is valid with n references for the filler; else it is not published.
- * After an error status the slot goes back empty; after a timeout the controller may
- * still write into it, so it is retired until its command is known complete (the
- * command was recorded in pending[s]; bam_cache_slot_reclaim). The caller then
- * publishes the translation entry. */
-BAM_HD_INLINE void bam_fill_settle(struct bam_array_dev *a, uint64_t s, int rc, uint32_t n)
-{
-	struct bam_cache_dev *c = a->cache;
-	if (rc) {
-		bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
-		bam_slot_set_flags(c, s, rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u, 0);
-	} else {
-		bam_slot_set_flags(c, s, BAM_SLOT_VALID | BAM_SLOT_REF, n);
-		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
-	}
 }
 
 /*
@@ -510,7 +481,17 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				const uint64_t pt2 = BAM_PROF_T();
 				rc = bam_array_line_io_ex(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status, &later);
 				BAM_PROF(a, 1, BAM_PROF_T() - pt2);
-				bam_fill_settle(a, (uint64_t)s, rc, n);
+				if (rc) {
+					/* Not published. After an error status the slot goes back
+					 * empty; after a timeout the controller may still write into
+					 * it, so it is retired until its command is known complete
+					 * (line_io recorded it; bam_cache_slot_reclaim). */
+					bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
+					bam_slot_set_flags(c, (uint64_t)s, rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u, 0);
+				} else {
+					bam_slot_set_flags(c, (uint64_t)s, BAM_SLOT_VALID | BAM_SLOT_REF, n);
+					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
+				}
 			}
 			bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
 			/* only now help the queue pair's CQ head past our completion, and only
@@ -665,127 +646,6 @@ BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64
 		return (int64_t)e;
 	}
 	return -EAGAIN;
-}
-
-/* ---- read-ahead: a line fill begun now and finished later ------------------------ */
-
-/* Clock positions a read-ahead looks at for a free slot before it gives up. */
-#define BAM_PREFETCH_TRIES 64u
-
-/* A line read begun by bam_array_line_prefetch, not yet finished: its slot is locked
- * BUSY and the line's translation entry says FILLING (threads that want the line wait
- * for it as for any fill) until bam_array_prefetch_end. One read in flight per thread
- * (a thread with two could wait, in the second's write-back of a dirty victim, for a
- * queue credit that its own unconsumed first CQE holds); set up with
- * bam_prefetch_init. */
-struct bam_prefetch {
-	int64_t slot;             /* the slot being filled; -1: no read in flight */
-	uint64_t line;            /* its line index */
-	uint32_t ctrl;            /* index of the controller the read went to */
-	uint32_t pad;
-	struct bam_io io;         /* the read's command */
-};
-
-BAM_HD_INLINE void bam_prefetch_init(struct bam_prefetch *pf)
-{
-	pf->slot = -1;
-}
-
-/*
- * Begin reading line l (a line index, bam_array_line_of) of a into the cache and
- * return without waiting for it, so that the caller works on lines it holds while the
- * read is in flight (overlap of I/O and compute; the BaM prototype's reads were all
- * synchronous, paper section 4). Waits for no line and no credit: no read is begun if
- * pf already has one in flight, if l >= a->n_lines, if the line is cached or being
- * filled, if none of the clock's next BAM_PREFETCH_TRIES positions is a free slot, or
- * if the queue pair has no room (NVMe Base 2.0 section 4.1: no credit). The one wait:
- * a dirty victim is written back first, as in any fill (bounded by the device's
- * timeout). Returns 1: begun; the caller must finish it with bam_array_prefetch_end
- * before it waits for any line, any queue credit or any other thread (the slot stays
- * locked and the command's CQE unconsumed until then: docs/DESIGN.md, "Cache and
- * arrays"); 0: nothing begun. A submission that failed (-EIO: queue pair broken;
- * -ETIMEDOUT) and a failed write-back of the victim are recorded as a demand fill's
- * failure is (bam_dev_record_error, the array's error counter; the write-back also by
- * bam_cache_evict_locked, against the victim's array); the line is then left for a
- * demand fill. 'hint' as for bam_array_line_acquire. Per thread.
- */
-BAM_HD_INLINE int bam_array_line_prefetch(struct bam_array_dev *a, uint64_t l, uint64_t hint, struct bam_prefetch *pf)
-{
-	struct bam_cache_dev *c = a->cache;
-	if (pf->slot >= 0 || l >= a->n_lines || bam_load_relaxed_u32(&a->xlat[l]) != BAM_XLAT_NONE ||
-	    bam_cas_acq_rel_gpu_u32(&a->xlat[l], BAM_XLAT_NONE, BAM_XLAT_FILLING) != BAM_XLAT_NONE)
-		return 0;
-	int64_t s = -1;
-	for (uint32_t k = 0; k < BAM_PREFETCH_TRIES && s < 0; k++)
-		s = bam_cache_clock_step(c, 0);
-	int rc = s < 0 ? -EBUSY : bam_cache_evict_locked(c, (uint64_t)s, hint);
-	if (s >= 0 && rc) {
-		bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY); /* keep it, dirty */
-	} else if (s >= 0) {
-		uint32_t ctrl;
-		uint64_t lba;
-		bam_array_place(a, l, (uint32_t)(hint % a->n_ctrl), &ctrl, &lba);
-		const uint32_t bytes = bam_array_line_bytes(a, l);
-		const uint64_t addr = (uint64_t)(uintptr_t)(c->lines + ((uint64_t)s << c->line_shift));
-		const uint64_t prp = c->prp ? (uint64_t)(uintptr_t)(c->prp + (uint64_t)s * (c->prp_stride / 8u)) : 0;
-		bam_store_relaxed_u64(&c->tag[s], ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l);
-		rc = bam_dev_io_submit_ex(a->io, ctrl, hint, NVME_CMD_READ, lba, bytes >> a->lba_shift, addr, prp,
-					  &pf->io, 0);
-		if (!rc) {
-			pf->slot = s;
-			pf->line = l;
-			pf->ctrl = ctrl;
-			return 1;
-		}
-		if (rc == -ETIMEDOUT) /* queued or not, CID unknown: retire the slot */
-			bam_store_relaxed_u64(&c->pending[s],
-					      bam_pend_make(ctrl, (uint32_t)(pf->io.qp - a->io->ctrl[ctrl].qps), 0, 1));
-		bam_fill_settle(a, (uint64_t)s, rc, 0);
-	}
-	bam_store_release_gpu_u32(&a->xlat[l], BAM_XLAT_NONE);
-	if (rc == -EIO || rc == -ETIMEDOUT) {
-		bam_dev_record_error(a->io, rc, 0);
-		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
-	}
-	return 0;
-}
-
-/*
- * Finish the read pf has in flight (nothing to do if none): wait for its completion,
- * then publish the line, as a demand fill does (bam_array_line_acquire). Returns 0
- * (published, or nothing was in flight), -ETIMEDOUT (no completion within the
- * device's timeout from the submission: the slot is retired until the command is
- * known complete) or -EIO (the NVMe status was not success); on either error the line
- * is not published and the error is recorded (bam_dev_record_error, the array's error
- * counter). On success counts a miss and the bytes read. The line is published with
- * no reference: the caller takes it as any cached line (it may be evicted before).
- * Per thread: the one that began it.
- */
-BAM_HD_INLINE int bam_array_prefetch_end(struct bam_array_dev *a, struct bam_prefetch *pf)
-{
-	if (pf->slot < 0)
-		return 0;
-	struct bam_cache_dev *c = a->cache;
-	const uint64_t s = (uint64_t)pf->slot, l = pf->line;
-	pf->slot = -1;
-	uint16_t status = 0;
-	int rc = bam_dev_io_wait_nohelp(&pf->io, &status);
-	if (rc == -ETIMEDOUT)
-		bam_store_relaxed_u64(&c->pending[s], bam_pend_make(pf->ctrl, (uint32_t)(pf->io.qp - a->io->ctrl[pf->ctrl].qps),
-								     pf->io.cid, 0));
-	else if (status)
-		rc = -EIO;
-	bam_fill_settle(a, s, rc, 0);
-	bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
-	if (rc != -ETIMEDOUT)
-		bam_dev_io_help_lazy(&pf->io);
-	if (rc) {
-		bam_dev_record_error(a->io, rc, status);
-		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
-	} else {
-		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).bytes_read, bam_array_line_bytes(a, l));
-	}
-	return rc;
 }
 
 /*
