@@ -79,7 +79,9 @@ struct graph_view {
  * GV_CHUNK in the edge array) that a second kernel spreads over all warps, so one
  * high-degree vertex (a Kronecker hub has ~10^6 neighbours) does not leave one warp
  * working after every other warp has finished. */
+#ifndef GV_CHUNK /* (a build option for experiments) */
 #define GV_CHUNK 4096u
+#endif
 
 /* Entries the chunk queue needs for any one level or pass: a list of d > GV_CHUNK
  * edges gives at most d / GV_CHUNK + 2 < 3 d / GV_CHUNK chunks and every vertex is
