@@ -268,6 +268,12 @@ head -c 3000 "$k" >"$W/trunc.bcsr"
 cp "$k" "$W/corrupt.bcsr" # the lowest bit of the first edge id flipped: a checksum mismatch
 python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2])); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 1]))' \
   "$W/corrupt.bcsr" "$("$BAM" graph info "$k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edges_offset"])')"
+# --verify answers only from the file as written: a checksum mismatch is an error, not
+# a result "verified" against a reference computed from the same damaged arrays
+refuse "bfs --verify on a file whose edge checksum fails" "bfs: $W/corrupt.bcsr: edges checksum mismatch" \
+  "$BAM" bfs "$W/corrupt.bcsr" --sources=1 --verify
+refuse "cc --verify on a file whose edge checksum fails" "cc: $W/corrupt.bcsr: edges checksum mismatch" \
+  "$BAM" cc "$W/corrupt.bcsr" --verify
 # an edge array with out-of-range ids (the loader checks only the offsets; array crcs are
 # --verify's): the walk's refusal names the file and the damage, not just "out of range"
 cp "$k" "$W/badid.bcsr"

@@ -3,7 +3,8 @@
 # --cache-size=1T, and emulated DRAM media of 1 TiB (emu:size=1T, or the size= an array
 # asks for), each print one line naming the size asked and the memory available and
 # exit non-zero, within seconds (nothing is allocated); `bam bfs`/`bam cc` cap the cache
-# at the graph's size instead. The same commands with sizes that fit still run.
+# at the graph's size instead, and refuse a graph whose arrays do not fit in host memory
+# before loading it. The same commands with sizes that fit still run.
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
 W=$(mktemp -d)
@@ -55,6 +56,27 @@ refused "bench --array --size=1T (the emulated media it asks for)" "bytes of DRA
   bench --array --target=cpu --size=1T --cache-size=1M
 refused "bfs --backend=emu:size=1T" "1099511627776" bfs "$W/k10.bcsr" --backend=emu:size=1T --target=cpu
 refused "bench --backend=emu:size=1T" "1099511627776" bench --target=cpu --backend=emu:size=1T --size=16M
+
+# a graph file whose arrays alone are larger than any machine's memory (4 vertices,
+# 2^38 arcs: 1 TiB of edges, a sparse file; header and offsets valid, the edge crc left
+# 0: nothing reads the edges before the refusal): bfs/cc refuse up front, in every mode
+python3 - "$W/huge.bcsr" <<'PY'
+import struct, sys, zlib
+n, m = 4, 1 << 38
+h = bytearray(4096); h[0:8] = b"BAMCSR\0\0"
+ob = 8 * (n + 1); eo = (4096 + ob + 4095) // 4096 * 4096; eb = 4 * m
+offs = struct.pack("<Q", 0) + struct.pack("<Q", m) * n
+struct.pack_into("<IIIIQQQQQQ", h, 8, 1, 0, 4, 0, n, m, 4096, ob, eo, eb)
+struct.pack_into("<II", h, 0x48, zlib.crc32(offs), 0)
+struct.pack_into("<I", h, 0x14, zlib.crc32(bytes(h)))
+with open(sys.argv[1], "wb") as f:
+    f.truncate(eo + eb); f.write(h); f.seek(4096); f.write(offs)
+PY
+# (bam with a small cache: the default, 1/8 of the edges, is refused first, by its own check)
+for mode in host "bam --cache-size=1M"; do
+  refused "bfs --mode=$mode on a graph larger than memory" "needs about" bfs "$W/huge.bcsr" --mode=$mode --source=0 --target=cpu
+  refused "cc --mode=$mode on a graph larger than memory" "needs about" cc "$W/huge.bcsr" --mode=$mode --target=cpu
+done
 
 runs "bench --array with a cache that fits" "$BAM" bench --array --target=cpu --cache-size=1M --size=4M \
   --threads=2 --steps=200 --quiet

@@ -168,6 +168,18 @@ static inline uint64_t bam_csr_edge(const struct bam_csr *g, uint64_t i)
  */
 BAM_API int bam_graph_load(const char *path, struct bam_csr *g, char *err, size_t errlen);
 
+/*
+ * Check a loaded graph's arrays against the crc32s its file's header `h` stores (the
+ * array checks of bam_graph_verify, on memory: offsets_crc32 over the 8*(n+1) bytes of
+ * g->offsets, edges_crc32 over the id_bytes*m bytes of g->edges; zlib crc32,
+ * docs/GRAPH-FORMAT.md section 1). For a caller that loaded `path` with bam_graph_load
+ * and must not answer from a damaged file (bam bfs/cc --verify). `path` names the file
+ * in messages. Returns 0; -EINVAL (g does not match h's counts); -EBADMSG (a checksum
+ * differs: "PATH: edges checksum mismatch (stored 0x..., computed 0x...)").
+ */
+BAM_API int bam_graph_check_crcs(const char *path, const struct bam_graph_header *h, const struct bam_csr *g,
+				 char *err, size_t errlen);
+
 /* Free the arrays of a graph from bam_graph_load and zero *g. NULL-safe; idempotent. */
 BAM_API void bam_csr_free(struct bam_csr *g);
 

@@ -464,6 +464,29 @@ fail:
 	return rc;
 }
 
+int bam_graph_check_crcs(const char *path, const struct bam_graph_header *h, const struct bam_csr *g,
+			 char *err, size_t errlen)
+{
+	if (g->n_vertices != h->n_vertices || g->n_edges != h->n_edges || g->id_bytes != h->id_bytes ||
+	    h->offsets_bytes != (h->n_vertices + 1) * 8 || h->edges_bytes != h->n_edges * h->id_bytes) {
+		gr_err(err, errlen, "%s: the loaded graph does not match the header's counts", path);
+		return -EINVAL;
+	}
+	const uint32_t oc = gr_crc32(0, g->offsets, h->offsets_bytes);
+	if (oc != h->offsets_crc32) {
+		gr_err(err, errlen, "%s: offsets checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
+		       path, h->offsets_crc32, oc);
+		return -EBADMSG;
+	}
+	const uint32_t ec = gr_crc32(0, g->edges, h->edges_bytes);
+	if (ec != h->edges_crc32) {
+		gr_err(err, errlen, "%s: edges checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
+		       path, h->edges_crc32, ec);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 void bam_csr_free(struct bam_csr *g)
 {
 	if (!g)

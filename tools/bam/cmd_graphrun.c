@@ -115,7 +115,8 @@ static void usage(FILE *f, const char *cmd)
 		"  --line-size=SIZE   --mode=bam: cache line bytes, 512 to 64K (default 4096)\n"
 		"%s"
 		"  --target=T         gpu, cpu or auto (default)\n"
-		"  --verify           check the result against the CPU reference\n"
+		"  --verify           check the graph file's array checksums, then the result\n"
+		"                     against the CPU reference\n"
 		"  --qpairs=N --ctrl-workers=N --timeout-ms=N   --mode=bam: I/O engine settings\n"
 		"  --warps=N          GPU: run each walk kernel with at most N warps (8 to 1048576,\n"
 		"                     rounded up to blocks of 8; default 16 blocks of 8 per SM)\n"
@@ -547,9 +548,36 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	struct gv_counters *ctr = NULL;
 	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s5 = NULL, *s6 = NULL;
 
+	/* host memory the run takes before its kernels start, refused up front when more
+	 * than the machine has available (else the OOM killer ends it partway through
+	 * loading): the reference copy of the arrays and per-vertex state (always); the
+	 * baselines' copy read from the file and the narrowed offsets, and in host mode on
+	 * the GPU the pinned copy as well; bam's namespaces when the emulator keeps them in
+	 * host memory (emu without media=gpu or media=file; the emulator checks them again
+	 * when it opens) */
+	{
+		const uint64_t arrays = hdr.offsets_bytes + hdr.edges_bytes;
+		uint64_t need = arrays + 32 * (n + 1), avail = 0;
+		if (o->mode != MODE_BAM)
+			need += arrays + off_total + (gm.gpu && o->mode == MODE_HOST ? off_total + hdr.edges_bytes : 0);
+		else if (!strncmp(o->backend, "emu", 3) && !strstr(o->backend, "media=gpu") && !strstr(o->backend, "media=file"))
+			need += data_bytes;
+		if (!bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) && need > avail) {
+			cli_fail("%s: %s: --mode=%s needs about %.1f GiB of host memory for this graph (%llu vertices, %llu edges), more than the %.1f GiB available\n",
+				 do_cc ? "cc" : "bfs", o->graph, mode_names[o->mode], (double)need / (double)(1ull << 30),
+				 (unsigned long long)n, (unsigned long long)m, (double)avail / (double)(1ull << 30));
+			goto out;
+		}
+	}
 	/* host CSR for the reference, the source choice and degrees (not timed) */
 	if ((rc = bam_graph_load(o->graph, &ref, err, sizeof(err)))) {
 		cli_fail("%s: %s\n", do_cc ? "cc" : "bfs", err);
+		goto out;
+	}
+	/* an answer verified against the reference must come from the file as written:
+	 * its array checksums first (the loader checks only the header and offsets) */
+	if (o->verify && (rc = bam_graph_check_crcs(o->graph, &hdr, &ref, err, sizeof(err)))) {
+		cli_fail("%s: %s ('bam graph info --verify' checks the whole file)\n", do_cc ? "cc" : "bfs", err);
 		goto out;
 	}
 	if (!do_cc) {
