@@ -228,17 +228,21 @@ static void rd_skip_line(struct rd *r)
  * of the input (T_EOF), or a read/decompression error (T_ERR). */
 static enum rd_tok rd_token(struct rd *r)
 {
-	int c = rd_peek_nonblank(r);
+	int c, blanks = 0;
 	size_t wl = 0;
 	int digits = 1;
 	uint64_t v = 0;
 
+	while (rd_is_blank(c = rd_peek(r))) {
+		r->pos++;
+		blanks = 1;
+	}
 	r->tok_line = r->line;
 	if (c == RD_ERR)
 		return T_ERR;
 	if (c == RD_EOF) {
-		if (r->line_has_data) {
-			/* a last line without '\n' ends like any other */
+		if (r->line_has_data || blanks) {
+			/* a last line without '\n' ends like any other, blanks-only too */
 			r->line_has_data = 0;
 			r->line++;
 			return T_EOL;
@@ -486,14 +490,14 @@ static int imp_law(struct imp *c)
 				return rc;
 		}
 	}
-	/* Only blank lines may follow. */
-	while ((t = rd_token(r)) == T_EOL)
-		;
+	/* Nothing may follow, not even an empty line: that would be one more vertex. */
+	t = rd_token(r);
 	if (t == T_ERR)
 		return imp_bad_token(c, t, "end of file");
 	if (t != T_EOF) {
-		gr_err(c->err, c->errlen, "%s: line %llu: data after the %llu successor lines declared on line 1 (counts disagree)",
-		       c->input, (unsigned long long)r->tok_line, (unsigned long long)n);
+		gr_err(c->err, c->errlen, "%s: line %llu: %s after the %llu successor lines declared on line 1 (counts disagree)",
+		       c->input, (unsigned long long)r->tok_line,
+		       t == T_EOL ? "extra empty line" : "data", (unsigned long long)n);
 		return -EINVAL;
 	}
 	c->lines = r->line - 1;
@@ -756,7 +760,8 @@ static int imp_detect(const char *input, enum bam_graph_format *fmt, char *err, 
 		*fmt = BAM_GRAPH_FMT_ARCS;
 		return 0;
 	}
-	/* By content: the banner, a '#' comment, or the token count of the first line. */
+	/* By content: the banner, a '#' or other '%' comment (only snap/arcs allow one
+	 * before the data), or the token count of the first line. */
 	rc = rd_open(&r, input, err, errlen);
 	if (rc)
 		return rc;
@@ -764,7 +769,7 @@ static int imp_detect(const char *input, enum bam_graph_format *fmt, char *err, 
 		rd_skip_line(&r);
 	if (ch == '%' && rd_token(&r) == T_WORD && !strcasecmp(r.word, "%%MatrixMarket")) {
 		*fmt = BAM_GRAPH_FMT_MTX;
-	} else if (ch == '#') {
+	} else if (ch == '#' || ch == '%') {
 		*fmt = BAM_GRAPH_FMT_SNAP;
 	} else if (ch == RD_EOF) {
 		gr_err(err, errlen, "%s: empty input", input);

@@ -217,8 +217,9 @@ static void test_mtx_symmetric(void **state)
 
 static void test_law_empty_lines_and_isolated(void **state)
 {
-	/* vertex 1 and the last two have no successors; CRLF line ends, blank trailing line */
-	static const char text[] = "5\r\n4 2\r\n\r\n0\r\n\r\n\r\n\r\n";
+	/* vertex 1 and the last two have no successors; CRLF line ends; the last line is
+	 * blanks only without '\n' (still a line: vertex 4's) */
+	static const char text[] = "5\r\n4 2\r\n\r\n0\r\n\r\n \t";
 	static const uint64_t off[] = { 0, 2, 2, 3, 3, 3 };
 	static const uint64_t edges[] = { 2, 4, 0 };
 	struct bam_graph_build_stats st;
@@ -227,6 +228,40 @@ static void test_law_empty_lines_and_isolated(void **state)
 	write_file(tmp("iso.graph-txt"), text, sizeof(text) - 1);
 	import_ok(tmp("iso.graph-txt"), BAM_GRAPH_FMT_AUTO, 0, 0, 0, &st);
 	check_graph(5, off, 3, edges, 4, 0);
+	assert_int_equal(st.lines, 6);
+}
+
+/* Content detection: a '%' line other than the %%MatrixMarket banner is a comment, so
+ * the file is an edge list, as with '#'. */
+static void test_detect_percent_comment(void **state)
+{
+	static const struct {
+		const char *name, *text, *fmt;
+		uint64_t n, m;
+	} cases[] = {
+		{ "pc.txt", "% comment\n0 1\n", "(snap)", 2, 1 },
+		{ "pc2.txt", "%comment\n0 1\n", "(snap)", 2, 1 },
+		{ "pc3.txt", "\n%\n%% MatrixMarket is not the banner\n3 1\n1 2\n", "(snap)", 4, 2 },
+		{ "hash.txt", "# c\n% c\n0 4\n", "(snap)", 5, 1 },
+		{ "mm.txt", "%%MatrixMarket matrix coordinate pattern general\n% c\n3 3 2\n1 2\n3 1\n", "(mtx)", 3, 2 },
+		{ "mm2.txt", "%%matrixmarket matrix coordinate pattern general\n2 2 1\n2 1\n", "(mtx)", 2, 1 },
+	};
+	struct bam_graph_build_stats st;
+	struct bam_graph_header h;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *in = tmp(cases[i].name);
+
+		write_file(in, cases[i].text, strlen(cases[i].text));
+		import_ok(in, BAM_GRAPH_FMT_AUTO, 0, 0, 0, &st);
+		assert_int_equal(bam_graph_header_read(out_path, &h, err, sizeof(err)), 0);
+		if (!strstr(h.source, cases[i].fmt))
+			fail_msg("%s: source '%s', expected %s", cases[i].name, h.source, cases[i].fmt);
+		assert_int_equal(st.n_vertices, cases[i].n);
+		assert_int_equal(st.n_edges, cases[i].m);
+	}
 }
 
 /* SNAP: n = largest id + 1 counts ids seen only in a dropped self-loop. */
@@ -295,6 +330,12 @@ static void test_malformed(void **state)
 		{ "trunc.graph-txt", BAM_GRAPH_FMT_AUTO, "6\n1 2\n3\n", "line 4: input ends after 2 of the 6" },
 		{ "range.graph-txt", BAM_GRAPH_FMT_AUTO, "3\n1 5\n\n\n", "line 2: successor 5 of vertex 0 out of range" },
 		{ "extra.graph-txt", BAM_GRAPH_FMT_AUTO, "2\n1\n0\n1\n", "line 4: data after the 2 successor lines" },
+		/* an empty line is one more vertex, not padding: the first extra line is named */
+		{ "blank.graph-txt", BAM_GRAPH_FMT_AUTO, "5\n1 2\n\n0\n\n\n\n\n\n\n\n", "line 7: extra empty line after the 5 successor lines" },
+		{ "blank1.graph-txt", BAM_GRAPH_FMT_AUTO, "2\r\n1\r\n0\r\n\r\n", "line 4: extra empty line after the 2 successor lines" },
+		{ "blanks.graph-txt", BAM_GRAPH_FMT_AUTO, "2\n1\n0\n \t\n", "line 4: extra empty line after the 2 successor lines" },
+		{ "blanks-nonl.graph-txt", BAM_GRAPH_FMT_AUTO, "2\n1\n0\n  ", "line 4: extra empty line after the 2 successor lines" },
+		{ "blank.law", BAM_GRAPH_FMT_LAW, "1\n0\n\n", "line 3: extra empty line after the 1 successor lines" },
 		{ "garbage.graph-txt", BAM_GRAPH_FMT_AUTO, "2\n1 x1\n\n", "line 2: expected a successor vertex id, found 'x1'" },
 		{ "neg.graph-txt", BAM_GRAPH_FMT_AUTO, "2\n-1\n\n", "line 2: negative" },
 		{ "zero.graph-txt", BAM_GRAPH_FMT_AUTO, "0\n", "declares 0 nodes" },
@@ -565,6 +606,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_mtx_symmetric),
 		cmocka_unit_test(test_law_empty_lines_and_isolated),
+		cmocka_unit_test(test_detect_percent_comment),
 		cmocka_unit_test(test_snap_n_from_dropped_loop),
 		cmocka_unit_test(test_chunks_identical),
 		cmocka_unit_test(test_malformed),
