@@ -221,6 +221,13 @@ fi
 # --level-trace: one record per level of the first source (one source here), the first
 # level is the source alone; refusals
 refuse "--level-loop: the values are named" "expected device or host" "$BAM" bfs "$k" --level-loop=gpu
+refuse "--level-loop on the CPU target" "bfs: --level-loop applies to the GPU target" "$BAM" bfs "$k" --level-loop=host
+refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
+if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
+  pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"
+else
+  fail=$((fail + 1)); echo "FAIL: graph generate with an unexpected argument"; cat "$W/out"
+fi
 refuse "--source and --sources together" "give one" "$BAM" bfs "$k" --source=1 --sources=3
 refuse "cc refuses --level-trace" "applies to bfs only" "$BAM" cc "$k" --level-trace
 refuse "demo refuses --level-trace" "applies to bam bfs only" "$BAM" demo "$W/in0.snap" --level-trace

@@ -387,7 +387,12 @@ static int cmd_generate(int argc, char **argv)
 				return EXIT_USAGE;
 		}
 	}
-	if (optind != argc || !output || p.scale == 0) {
+	if (optind != argc) {
+		fprintf(stderr, "bam graph generate: unexpected argument '%s' (it takes options only)\n", argv[optind]);
+		generate_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!output || p.scale == 0) {
 		fprintf(stderr, "bam graph generate: need --scale S and -o OUTPUT\n");
 		generate_usage(stderr);
 		return EXIT_USAGE;

@@ -491,8 +491,9 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		tgt = BAM_TARGET_CPU;
 #endif
 	}
-	if (tgt == BAM_TARGET_CPU && o->warps) {
-		cli_fail("%s: --warps applies to the GPU target (this run is on the CPU target)\n", do_cc ? "cc" : "bfs");
+	if (tgt == BAM_TARGET_CPU && (o->warps || o->level_loop)) {
+		cli_fail("%s: %s applies to the GPU target (this run is on the CPU target)\n", do_cc ? "cc" : "bfs",
+			 o->warps ? "--warps" : "--level-loop");
 		return 2;
 	}
 	if (tgt == BAM_TARGET_CPU && (o->mode == MODE_GPU || o->mode == MODE_UVM)) {
@@ -1265,7 +1266,7 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (optind != argc - 1) {
-		cli_fail_note("%s: expected one GRAPH argument, got %d (usage on stderr)\n", cmd, argc - optind);
+		cli_fail("%s: expected one GRAPH argument, got %d\n", cmd, argc - optind);
 		usage(stderr, cmd);
 		return 2;
 	}
@@ -1308,8 +1309,9 @@ int bam_cmd_demo(int argc, char **argv)
 			       "BAM_SHARED_DATA defaulting to ../shared/data) into .work/NAME.bcsr, then run BFS\n"
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
-			       "Options as for bam bfs: --backend --cache-size --line-size --sources --seed --frontier --target\n"
-			       "--qpairs --ctrl-workers --timeout-ms --warps --json --quiet\n");
+			       "Options as for bam bfs: --backend --cache-size --line-size --sources --source --seed\n"
+			       "--frontier --scan-ranges --offset-bytes --target --qpairs --ctrl-workers --timeout-ms\n"
+			       "--warps --json --quiet\n");
 			return 0;
 		}
 	int rc = parse_common(argc, argv, &o, "demo");
