@@ -156,6 +156,17 @@ int cli_backend_media_gpu(const char *backend)
 	return v && len == 3 && !strncmp(v, "gpu", 3);
 }
 
+int cli_backend_media_in_memory(const char *backend)
+{
+	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
+		return 0;
+	size_t len = 0, plen = 0;
+	const char *v = emu_key(backend, "media", &len);
+	if (emu_key(backend, "path", &plen)) /* path= implies media=file */
+		return 0;
+	return !v || !(len == 4 && !strncmp(v, "file", 4));
+}
+
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
 	while (b) {

@@ -12,6 +12,10 @@ int cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char 
 /* 1 when 'backend' is the emulator with its namespace in GPU memory (the last media=
  * key says gpu), else 0: where a benchmark's physical baseline must read from. */
 int cli_backend_media_gpu(const char *backend);
+/* Whether 'backend' is the emulator with its media in memory (DRAM, the default, or
+ * media=gpu), which start zeroed in every run and are gone when it ends (not media=file,
+ * path=, or another back end). */
+int cli_backend_media_in_memory(const char *backend);
 /* Longest --backend value the tools take: they append ",size=N" to an emu string in a
  * 1024-byte buffer. */
 #define CLI_BACKEND_MAX 960

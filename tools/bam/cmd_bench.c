@@ -491,6 +491,14 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		return 2;
 	}
 
+	if (o.verify && !o.prefill && o.rw != BENCH_WRITE && o.rw != BENCH_RANDWRITE &&
+	    cli_backend_media_in_memory(o.backend)) {
+		cli_fail("bench: --prefill=0 with --backend=%s: the emulator's media in memory start zeroed in "
+			 "every run, so no earlier run's pattern is there to verify; use --prefill=1, --verify=0 or "
+			 "emu:media=file,path=FILE (kept between runs)\n", o.backend);
+		return 2;
+	}
+
 	/* emu without an explicit size: size each emulated namespace to its share */
 	char backend[1024];
 	if (cli_backend_sized(o.backend, o.size, o.bs, backend, sizeof(backend))) {

@@ -561,7 +561,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		uint64_t need = arrays + 32 * (n + 1), avail = 0;
 		if (o->mode != MODE_BAM)
 			need += arrays + off_total + (gm.gpu && o->mode == MODE_HOST ? off_total + hdr.edges_bytes : 0);
-		else if (!strncmp(o->backend, "emu", 3) && !strstr(o->backend, "media=gpu") && !strstr(o->backend, "media=file"))
+		else if (cli_backend_media_in_memory(o->backend) && !cli_backend_media_gpu(o->backend))
 			need += data_bytes;
 		if (!bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) && need > avail) {
 			cli_fail("%s: %s: --mode=%s needs about %.1f GiB of host memory for this graph (%llu vertices, %llu edges), more than the %.1f GiB available\n",
