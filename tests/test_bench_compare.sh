@@ -74,6 +74,8 @@ bench "--runtime bounds the comparisons, --compare=posix alone" 0 \
 refused "--compare with the emu back end" "--compare needs the file back end" --backend=emu --compare=posix,uring
 refused "--compare with writes" "--compare measures reads" --backend="file:$W/a.dat" --rw=randwrite --compare=posix
 refused "--array --working-set below one element (was SIGFPE)" "a size of at least 8 bytes" --array --pattern=scan --working-set=7
+refused "--array hot: a working set larger than the cache" "is larger than the cache" --array --pattern=hot --size=16M --working-set=4M --cache-size=1M
+refused "--array: a working set larger than the array" "is larger than the array" --array --pattern=scan --size=16M --working-set=100M --cache-size=1M
 refused "--compare=fio (unknown)" "bad value 'fio' for --compare" --backend="file:$W/a.dat" --compare=fio
 
 # with --json, a failure prints one JSON object {"error": {"command", "message" (the text on
