@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Line-size sweep ratios from the JSON of one gpu-check run (kron and small stages).
+"""Line-size sweep ratios from the JSON of one gpu-check run (kron, sweep and small stages).
 
 Usage: graph-ratios.py OUTDIR
 Prints one markdown table per sweep found in OUTDIR: for each line size the compute

@@ -223,6 +223,8 @@ fi
 refuse "--level-loop: the values are named" "expected device or host" "$BAM" bfs "$k" --level-loop=gpu
 refuse "bench --prefill=0 on media that start zeroed" "bench: --prefill=0 with --backend=emu:count=2: the emulator's media in memory start zeroed" \
   "$BAM" bench --backend=emu:count=2 --size=1M --number_ios=16 --prefill=0
+refuse "bench --prefill=0 with the empty back end (emu)" "the emulator's media in memory start zeroed" \
+  "$BAM" bench --backend= --size=1M --number_ios=16 --prefill=0
 refuse "--level-loop on the CPU target" "bfs: --level-loop applies to the GPU target" "$BAM" bfs "$k" --level-loop=host
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then

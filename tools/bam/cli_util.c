@@ -158,6 +158,8 @@ int cli_backend_media_gpu(const char *backend)
 
 int cli_backend_media_in_memory(const char *backend)
 {
+	if (!backend[0]) /* the empty string means emu */
+		return 1;
 	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
 		return 0;
 	size_t len = 0, plen = 0;

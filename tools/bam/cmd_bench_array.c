@@ -186,9 +186,9 @@ int bam_bench_array(int argc, char **argv)
 		return 1;
 	}
 	uint64_t n = size / 8;
-	/* hot and scan measure hits: a working set the array or the cache cannot hold
-	 * would measure something else under their names */
-	if (ws && ws > size) {
+	/* hot and scan (the patterns with a working set) measure hits: one the array or
+	 * the cache cannot hold would measure something else under their names */
+	if (ws && (pattern == AB_HOT || pattern == AB_SCAN) && ws > size) {
 		cli_fail("bench --array: --working-set=%llu is larger than the array (--size=%llu)\n",
 			 (unsigned long long)ws, (unsigned long long)size);
 		return 2;

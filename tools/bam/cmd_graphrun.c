@@ -555,7 +555,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	 * baselines' copy read from the file and the narrowed offsets, and in host mode on
 	 * the GPU the pinned copy as well; bam's namespaces when the emulator keeps them in
 	 * host memory (emu without media=gpu or media=file; the emulator checks them again
-	 * when it opens) */
+	 * when it opens), and on the CPU target bam's cache */
 	{
 		const uint64_t arrays = hdr.offsets_bytes + hdr.edges_bytes;
 		uint64_t need = arrays + 32 * (n + 1), avail = 0;
@@ -563,6 +563,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			need += arrays + off_total + (gm.gpu && o->mode == MODE_HOST ? off_total + hdr.edges_bytes : 0);
 		else if (cli_backend_media_in_memory(o->backend) && !cli_backend_media_gpu(o->backend))
 			need += data_bytes;
+		if (o->mode == MODE_BAM && !gm.gpu) /* the CPU target's cache is host memory */
+			need += cache_bytes;
 		if (!bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) && need > avail) {
 			cli_fail("%s: %s: --mode=%s needs about %.1f GiB of host memory for this graph (%llu vertices, %llu edges), more than the %.1f GiB available\n",
 				 do_cc ? "cc" : "bfs", o->graph, mode_names[o->mode], (double)need / (double)(1ull << 30),
