@@ -225,6 +225,31 @@ refuse "bench --prefill=0 on media that start zeroed" "bench: --prefill=0 with -
   "$BAM" bench --backend=emu:count=2 --size=1M --number_ios=16 --prefill=0
 refuse "bench --prefill=0 with the empty back end (emu)" "the emulator's media in memory start zeroed" \
   "$BAM" bench --backend= --size=1M --number_ios=16 --prefill=0
+# a graph file of ours given back to import (or demo): said so, not "unknown format"
+if ! "$BAM" graph import "$k" -o "$W/again.bcsr" >"$W/out" 2>&1 && grep -q "already a bam graph file" "$W/out" && [ ! -e "$W/again.bcsr" ]; then
+  pass=$((pass + 1)); echo "ok: import of a bam graph file says what it is"
+else
+  fail=$((fail + 1)); echo "FAIL: import of a bam graph file"; cat "$W/out"
+fi
+refuse "demo on a bam graph file says what it is" "already a bam graph file" "$BAM" demo "$k"
+# a graph file without vertices (import makes none; written here: header, offsets [0],
+# no edges): graph info has no degree to name a vertex for
+python3 - "$W/novert.bcsr" <<'PY'
+import struct, sys, zlib
+h = bytearray(4096); h[0:8] = b"BAMCSR\0\0"
+offs = struct.pack("<Q", 0)
+struct.pack_into("<IIIIQQQQQQ", h, 8, 1, 0, 4, 0, 0, 0, 4096, 8, 8192, 0)
+struct.pack_into("<II", h, 0x48, zlib.crc32(offs), zlib.crc32(b""))
+struct.pack_into("<I", h, 0x14, zlib.crc32(bytes(h)))
+with open(sys.argv[1], "wb") as f:
+    f.write(h); f.write(offs); f.truncate(8192)
+PY
+if "$BAM" graph info "$W/novert.bcsr" >"$W/out" 2>&1 &&
+  grep -q "out-degree: *none (no vertices)" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: graph info of a graph without vertices"
+else
+  fail=$((fail + 1)); echo "FAIL: graph info of a graph without vertices"; cat "$W/out"
+fi
 refuse "--level-loop on the CPU target" "bfs: --level-loop applies to the GPU target" "$BAM" bfs "$k" --level-loop=host
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then

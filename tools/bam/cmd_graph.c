@@ -548,8 +548,11 @@ static int cmd_info(int argc, char **argv)
 		       h.offsets_offset, h.offsets_bytes, h.offsets_crc32);
 		printf("edge array:    at byte %" PRIu64 ", %" PRIu64 " bytes, crc32 0x%08x\n",
 		       h.edges_offset, h.edges_bytes, h.edges_crc32);
-		printf("out-degree:    min %" PRIu64 ", max %" PRIu64 " (vertex %" PRIu64 "), mean %.3f\n",
-		       ds.min, ds.max, ds.argmax, ds.mean);
+		if (h.n_vertices)
+			printf("out-degree:    min %" PRIu64 ", max %" PRIu64 " (vertex %" PRIu64 "), mean %.3f\n",
+			       ds.min, ds.max, ds.argmax, ds.mean);
+		else
+			printf("out-degree:    none (no vertices)\n");
 		printf("zero out-degree vertices: %" PRIu64 "\n", ds.n_zero);
 		printf("out-degree >= 2 vertices: %" PRIu64 "\n", ds.n_ge2);
 		if (verify)

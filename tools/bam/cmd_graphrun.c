@@ -1390,7 +1390,8 @@ int bam_cmd_demo(int argc, char **argv)
 #endif
 	o.nsources = o.nsources ? o.nsources : (target_gpu ? 32 : 4);
 	if (!o.quiet)
-		fprintf(stderr, "demo: BFS from %u sources through bam (%s)\n", o.nsources, o.backend);
+		fprintf(stderr, "demo: BFS from %u source%s through bam (%s)\n", o.nsources, o.nsources == 1 ? "" : "s",
+			o.backend);
 	if ((rc = run_graph(&o, 0, &rb)))
 		return rc;
 	if (!o.json)
@@ -1423,9 +1424,9 @@ int bam_cmd_demo(int argc, char **argv)
 		return equal ? 0 : 1;
 	}
 	print_result(&o, 1, &rcc, 0);
-	printf("\ndemo summary: %s (%llu vertices, %llu arcs) imported in %.2f s; BFS %u sources %.3f s, "
+	printf("\ndemo summary: %s (%llu vertices, %llu arcs) imported in %.2f s; BFS %u source%s %.3f s, "
 	       "CC %llu components %.3f s; results %s the CPU reference\n",
-	       name, (unsigned long long)bs.n_vertices, (unsigned long long)bs.n_edges, t_imp, rb.runs, rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
+	       name, (unsigned long long)bs.n_vertices, (unsigned long long)bs.n_edges, t_imp, rb.runs, rb.runs == 1 ? "" : "s", rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
 	       equal ? "EQUAL to" : "DIFFER from");
 	return equal ? 0 : 1;
 }
