@@ -1425,8 +1425,8 @@ int bam_cmd_demo(int argc, char **argv)
 	}
 	print_result(&o, 1, &rcc, 0);
 	printf("\ndemo summary: %s (%llu vertices, %llu arcs) imported in %.2f s; BFS %u source%s %.3f s, "
-	       "CC %llu components %.3f s; results %s the CPU reference\n",
-	       name, (unsigned long long)bs.n_vertices, (unsigned long long)bs.n_edges, t_imp, rb.runs, rb.runs == 1 ? "" : "s", rb.compute_s, (unsigned long long)rcc.components, rcc.compute_s,
+	       "CC %llu component%s %.3f s; results %s the CPU reference\n",
+	       name, (unsigned long long)bs.n_vertices, (unsigned long long)bs.n_edges, t_imp, rb.runs, rb.runs == 1 ? "" : "s", rb.compute_s, (unsigned long long)rcc.components, rcc.components == 1 ? "" : "s", rcc.compute_s,
 	       equal ? "EQUAL to" : "DIFFER from");
 	return equal ? 0 : 1;
 }
