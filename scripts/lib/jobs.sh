@@ -20,6 +20,15 @@ jobs_wait_slot() {
 	while [ "$(jobs -rp | wc -l)" -ge "$1" ]; do wait -n || true; done
 }
 
+# jobs_report REPORT VERDICT: print a finished job's REPORT; status 0 when its VERDICT
+# file says ok, 1 otherwise (a job that ended without writing one is named).
+jobs_report() {
+	cat "$1" 2>/dev/null
+	[ "$(cat "$2" 2>/dev/null)" = ok ] && return 0
+	[ -f "$2" ] || echo "    ended without a result (see $(dirname "$1"))"
+	return 1
+}
+
 # jobs_spawn OUT CMD...: run CMD in the background, its output in OUT, as a job in a
 # process group of its own (monitor mode only while it starts: no job notices), so that
 # jobs_kill_all reaches every process it starts. A command run under timeout(1) there

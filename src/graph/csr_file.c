@@ -253,6 +253,17 @@ static int gr_offsets_ends(const char *path, uint64_t first, uint64_t last, uint
 	return -EBADMSG;
 }
 
+/* An array checksum test (bam_graph_verify, bam_graph_check_crcs): 0, or -EBADMSG with
+ * "PATH: WHAT checksum mismatch (stored 0x..., computed 0x...)". */
+static int gr_crc_match(const char *path, const char *what, uint32_t stored, uint32_t computed, char *err,
+			size_t errlen)
+{
+	if (stored == computed)
+		return 0;
+	gr_err(err, errlen, "%s: %s checksum mismatch (stored 0x%08x, computed 0x%08x)", path, what, stored, computed);
+	return -EBADMSG;
+}
+
 int bam_graph_verify(const char *path, char *err, size_t errlen)
 {
 	struct bam_graph_header h;
@@ -330,21 +341,10 @@ int bam_graph_verify(const char *path, char *err, size_t errlen)
 		rc = -EBADMSG;
 		goto out;
 	}
-	if (so.crc != h.offsets_crc32) {
-		gr_err(err, errlen, "%s: offsets checksum mismatch (stored 0x%08x, computed 0x%08x)",
-		       path, h.offsets_crc32, so.crc);
-		rc = -EBADMSG;
-		goto out;
-	}
 	if (h.edges_bytes == 0)
 		se.crc = 0;
-	if (se.crc != h.edges_crc32) {
-		gr_err(err, errlen, "%s: edges checksum mismatch (stored 0x%08x, computed 0x%08x)",
-		       path, h.edges_crc32, se.crc);
-		rc = -EBADMSG;
-		goto out;
-	}
-	rc = 0;
+	if (!(rc = gr_crc_match(path, "offsets", h.offsets_crc32, so.crc, err, errlen)))
+		rc = gr_crc_match(path, "edges", h.edges_crc32, se.crc, err, errlen);
 	goto out;
 io:
 	gr_err(err, errlen, "%s: read error", path);
@@ -472,19 +472,8 @@ int bam_graph_check_crcs(const char *path, const struct bam_graph_header *h, con
 		gr_err(err, errlen, "%s: the loaded graph does not match the header's counts", path);
 		return -EINVAL;
 	}
-	const uint32_t oc = gr_crc32(0, g->offsets, h->offsets_bytes);
-	if (oc != h->offsets_crc32) {
-		gr_err(err, errlen, "%s: offsets checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
-		       path, h->offsets_crc32, oc);
-		return -EBADMSG;
-	}
-	const uint32_t ec = gr_crc32(0, g->edges, h->edges_bytes);
-	if (ec != h->edges_crc32) {
-		gr_err(err, errlen, "%s: edges checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
-		       path, h->edges_crc32, ec);
-		return -EBADMSG;
-	}
-	return 0;
+	int rc = gr_crc_match(path, "offsets", h->offsets_crc32, gr_crc32(0, g->offsets, h->offsets_bytes), err, errlen);
+	return rc ? rc : gr_crc_match(path, "edges", h->edges_crc32, gr_crc32(0, g->edges, h->edges_bytes), err, errlen);
 }
 
 void bam_csr_free(struct bam_csr *g)

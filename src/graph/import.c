@@ -760,26 +760,19 @@ static int imp_detect(const char *input, enum bam_graph_format *fmt, char *err, 
 		*fmt = BAM_GRAPH_FMT_ARCS;
 		return 0;
 	}
-	/* A graph file of ours given back as input: say so (it is binary: the text
-	 * detection below would call it an unknown format). */
-	{
-		char m[BAM_GRAPH_MAGIC_LEN];
-		FILE *f = fopen(input, "rb");
-		const int is_ours = f && fread(m, 1, sizeof(m), f) == sizeof(m) &&
-				    !memcmp(m, BAM_GRAPH_MAGIC, BAM_GRAPH_MAGIC_LEN);
-		if (f)
-			fclose(f);
-		if (is_ours) {
-			gr_err(err, errlen, "%s: already a bam graph file (imported): bam bfs, cc and graph info take it as it is",
-			       input);
-			return -EINVAL;
-		}
-	}
 	/* By content: the banner, a '#' or other '%' comment (only snap/arcs allow one
 	 * before the data), or the token count of the first line. */
 	rc = rd_open(&r, input, err, errlen);
 	if (rc)
 		return rc;
+	/* A graph file of ours given back as input: say so (it is binary: the text
+	 * detection below would call it an unknown format). Byte 0 on, as rd_open's peek. */
+	char m[BAM_GRAPH_MAGIC_LEN];
+	if (pread(r.fd, m, sizeof(m), 0) == (ssize_t)sizeof(m) && !memcmp(m, BAM_GRAPH_MAGIC, BAM_GRAPH_MAGIC_LEN)) {
+		rd_close(&r);
+		gr_err(err, errlen, "%s: already a bam graph file (imported): bam bfs, cc and graph info take it as it is", input);
+		return -EINVAL;
+	}
 	while ((ch = rd_peek_nonblank(&r)) == '\n')
 		rd_skip_line(&r);
 	if (ch == '%' && rd_token(&r) == T_WORD && !strcasecmp(r.word, "%%MatrixMarket")) {

@@ -116,9 +116,16 @@ void cli_media_forget(const struct cli_media *m)
 /* The value of the last 'key'= of an "emu[:k=v,...]" string (the emulator's parser
  * keeps the last of a repeated key), as a pointer into the string and a length; NULL
  * when the string is not the emulator's or has no such key. */
+/* 'backend' names the emulator ("emu" or "emu:..."; the empty string, which also
+ * means emu, only where a caller says so) */
+static int is_emu(const char *backend)
+{
+	return !strncmp(backend, "emu", 3) && (!backend[3] || backend[3] == ':');
+}
+
 static const char *emu_key(const char *backend, const char *key, size_t *len)
 {
-	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
+	if (!is_emu(backend))
 		return NULL;
 	const size_t kl = strlen(key);
 	const char *found = NULL;
@@ -160,12 +167,10 @@ int cli_backend_media_in_memory(const char *backend)
 {
 	if (!backend[0]) /* the empty string means emu */
 		return 1;
-	if (strncmp(backend, "emu", 3) || (backend[3] && backend[3] != ':'))
+	size_t len = 0;
+	if (!is_emu(backend) || emu_key(backend, "path", &len)) /* path= implies media=file */
 		return 0;
-	size_t len = 0, plen = 0;
 	const char *v = emu_key(backend, "media", &len);
-	if (emu_key(backend, "path", &plen)) /* path= implies media=file */
-		return 0;
 	return !v || !(len == 4 && !strncmp(v, "file", 4));
 }
 

@@ -188,16 +188,18 @@ int bam_bench_array(int argc, char **argv)
 	uint64_t n = size / 8;
 	/* hot and scan (the patterns with a working set) measure hits: one the array or
 	 * the cache cannot hold would measure something else under their names */
-	if (ws && (pattern == AB_HOT || pattern == AB_SCAN) && ws > size) {
-		cli_fail("bench --array: --working-set=%llu is larger than the array (--size=%llu)\n",
-			 (unsigned long long)ws, (unsigned long long)size);
-		return 2;
-	}
-	if (ws && (pattern == AB_HOT || pattern == AB_SCAN) && (ws + line - 1) / line > cache_bytes / line) {
-		cli_fail("bench --array: --working-set=%llu is larger than the cache (--cache-size=%llu): --pattern=%s "
-			 "measures hits of a working set the cache holds; give a larger cache, or --pattern=random for misses\n",
-			 (unsigned long long)ws, (unsigned long long)cache_bytes, pattern == AB_HOT ? "hot" : "scan");
-		return 2;
+	if (ws && (pattern == AB_HOT || pattern == AB_SCAN)) {
+		if (ws > size) {
+			cli_fail("bench --array: --working-set=%llu is larger than the array (--size=%llu)\n",
+				 (unsigned long long)ws, (unsigned long long)size);
+			return 2;
+		}
+		if ((ws + line - 1) / line > cache_bytes / line) {
+			cli_fail("bench --array: --working-set=%llu is larger than the cache (--cache-size=%llu): --pattern=%s "
+				 "measures hits of a working set the cache holds; give a larger cache, or --pattern=random for misses\n",
+				 (unsigned long long)ws, (unsigned long long)cache_bytes, pattern == AB_HOT ? "hot" : "scan");
+			return 2;
+		}
 	}
 	if (!ws)
 		ws = cache_bytes / 2;

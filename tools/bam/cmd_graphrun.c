@@ -580,7 +580,8 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 	/* an answer verified against the reference must come from the file as written:
 	 * its array checksums first (the loader checks only the header and offsets) */
 	if (o->verify && (rc = bam_graph_check_crcs(o->graph, &hdr, &ref, err, sizeof(err)))) {
-		cli_fail("%s: %s ('bam graph info --verify' checks the whole file)\n", do_cc ? "cc" : "bfs", err);
+		cli_fail("%s: %s: the file is damaged ('bam graph info --verify' checks the whole file)\n",
+			 do_cc ? "cc" : "bfs", err);
 		goto out;
 	}
 	if (!do_cc) {
