@@ -4,7 +4,8 @@
 # asks for), each print one line naming the size asked and the memory available and
 # exit non-zero, within seconds (nothing is allocated); `bam bfs`/`bam cc` cap the cache
 # at the graph's size instead, and refuse a graph whose arrays do not fit in host memory
-# before loading it. The same commands with sizes that fit still run.
+# before loading it; `bam bfs` refuses a huge graph without arcs (no source) from its
+# header. The same commands with sizes that fit still run.
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
 W=$(mktemp -d)
@@ -77,6 +78,52 @@ for mode in host "bam --cache-size=1M"; do
   refused "bfs --mode=$mode on a graph larger than memory" "needs about" bfs "$W/huge.bcsr" --mode=$mode --source=0 --target=cpu
   refused "cc --mode=$mode on a graph larger than memory" "needs about" cc "$W/huge.bcsr" --mode=$mode --target=cpu
 done
+
+# 2^31 vertices and no arcs (offsets: 16 GiB of zeros in a sparse file, their crc left
+# 0): bfs without --source has no vertex of out-degree >= 2 to start from, which the
+# header already says. Refused from it, in every mode, with the message of a graph
+# whose degrees rule every vertex out, exit 1: before the memory checks and before
+# loading the offsets (bam mode used to load them first: about a minute). Address space
+# capped at 1 GiB, so a run that loads them fails otherwise (not where the binary cannot
+# start under the cap: a sanitizer's shadow memory); `timeout` only guards against a
+# hang.
+python3 - "$W/nosrc.bcsr" <<'PY'
+import struct, sys, zlib
+n, m = 1 << 31, 0
+h = bytearray(4096); h[0:8] = b"BAMCSR\0\0"
+ob = 8 * (n + 1); eo = (4096 + ob + 4095) // 4096 * 4096
+struct.pack_into("<IIIIQQQQQQ", h, 8, 1, 0, 4, 0, n, m, 4096, ob, eo, 0)
+struct.pack_into("<II", h, 0x48, 0, zlib.crc32(b""))
+struct.pack_into("<I", h, 0x14, zlib.crc32(bytes(h)))
+with open(sys.argv[1], "wb") as f:
+    f.truncate(eo); f.write(h)
+PY
+cap=:
+if (ulimit -v 1048576 && exec "$BAM" --help) >/dev/null 2>&1; then cap="ulimit -v 1048576"; fi
+nosrc="bfs: no vertex with at least two out-neighbours to start from: give one with --source=V ($W/nosrc.bcsr has 0 arcs)"
+for mode in host bam; do
+  rc=0
+  ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc.bcsr" --mode=$mode --target=cpu) >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(cat "$W/out")" = "$nosrc" ]; then
+    ok "bfs --mode=$mode, 2^31 vertices without arcs: no source, exit 1"
+  else
+    bad "bfs --mode=$mode, 2^31 vertices without arcs (exit $rc; expected 1 and: $nosrc)"
+  fi
+  rc=0
+  ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc.bcsr" --mode=$mode --target=cpu --json) >"$W/out" 2>/dev/null || rc=$?
+  if [ "$rc" -eq 1 ] && python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+sys.exit(not (e["exit_status"] == 1 and e["message"] == sys.argv[2]))' "$W/out" "$nosrc"; then
+    ok "bfs --mode=$mode --json, 2^31 vertices without arcs: the error object"
+  else
+    bad "bfs --mode=$mode --json, 2^31 vertices without arcs (exit $rc)"
+  fi
+done
+# a given source still runs on a graph without arcs
+printf '3\n\n\n\n' >"$W/noarcs.graph-txt"
+"$BAM" graph import "$W/noarcs.graph-txt" -o "$W/noarcs.bcsr" --quiet
+runs "bfs --source=1 on a graph without arcs" "$BAM" bfs "$W/noarcs.bcsr" --source=1 --target=cpu --verify --quiet
 
 runs "bench --array with a cache that fits" "$BAM" bench --array --target=cpu --cache-size=1M --size=4M \
   --threads=2 --steps=200 --quiet

@@ -189,8 +189,9 @@ BAM_API void bam_csr_free(struct bam_csr *g);
  * (BAM_GRAPH_F_*) are stored as given after being checked against the data (self-loops,
  * strict order); `source` (may be NULL) is stored truncated to 255 bytes.
  * Errors: -EINVAL (g inconsistent: bad id_bytes, offsets not monotonic or not ending at
- * n_edges, id >= n, a list not ascending, a flag contradicted by the data),
- * -errno of open/write/fsync/rename.
+ * n_edges, id >= n, a list not ascending, a flag contradicted by the data), -EEXIST
+ * (an existing `path` that is not a regular file: not replaced), -errno of
+ * open/write/fsync/rename.
  */
 BAM_API int bam_graph_write(const char *path, const struct bam_csr *g, uint32_t flags,
 			    const char *source, char *err, size_t errlen);
@@ -293,8 +294,8 @@ struct bam_graph_build_stats {
  * directory, fsync'd and renamed; on error nothing is left behind. `input` must be a
  * regular file (it is read more than once); an existing `output` must be one too (it is
  * replaced; a device, FIFO, socket, directory or symbolic link there is refused).
- * Errors (err names the file and line): -ENOENT etc. (open input), -EINVAL (input or
- * existing output not a regular file; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
+ * Errors (err names the file and line): -ENOENT etc. (open input), -EEXIST (an existing
+ * `output` that is not a regular file), -EINVAL (input not a regular file; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
  * with the header or size line, truncated input, data after the end of a gzip stream,
  * empty input, unknown format), -ERANGE
  * (n > 2^32-1 with id_bytes 4 forced), -ENOMEM, -EIO and -errno of writes.
@@ -322,7 +323,8 @@ struct bam_kron_params {
  * is byte-identical for the same parameters and options whatever o->threads and
  * o->mem_limit. Memory: 8*(n+1) bytes plus the edge buffer (o->mem_limit; one more
  * generation pass per extra buffer-full).
- * Errors: -EINVAL (parameters), -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
+ * Errors: -EINVAL (parameters), -EEXIST (an existing `output` that is not a regular file,
+ * as for import), -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
  */
 BAM_API int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 				    const struct bam_graph_build_opts *o,

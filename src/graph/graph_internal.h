@@ -54,7 +54,7 @@ void gr_header_finish(struct bam_graph_header *h, uint32_t flags, uint32_t offse
 uint32_t gr_header_crc(const struct bam_graph_header *h);
 
 /* An existing `output` must be a regular file: the rename would replace a device node,
- * FIFO, socket or symbolic link with a file (and fail on a directory). 0 or -EINVAL. */
+ * FIFO, socket or symbolic link with a file (and fail on a directory). 0 or -EEXIST. */
 int gr_output_check(const char *output, char *err, size_t errlen);
 /* The output protocol: create `output`.tmp.XXXXXX beside output (mode 0666 & ~umask);
  * calls gr_output_check first. */

@@ -212,7 +212,8 @@ int gr_output_check(const char *output, char *err, size_t errlen)
 	gr_err(err, errlen, "%s: exists and is not a regular file (%s): refusing to replace it; give another -o",
 	       output, S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link" :
 	       S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
-	return -EINVAL;
+	/* its own code, not -EINVAL: the CLI tells a refused -o (exit 2) from bad input */
+	return -EEXIST;
 }
 
 int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, char *err,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_graph_cli - `bam graph import|generate|info` in-process (cmd_graph.c is linked
- * into this test): exit status 0 / 1 / 2, --help for each command, no output left
- * behind on error, --json and --verify of info, and the error object of a failed
- * --verify --json.
+ * into this test): exit status 0 / 1 / 2 (2 also for an -o that is not a regular file),
+ * --help for each command, no output left behind on error, --json and --verify of info,
+ * the error object of a failed --verify --json, and info's escaping of a crafted source
+ * field.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "tmpdir.h"
+
+#include <cjson/cJSON.h>
 
 #include "bam/graph.h"
 #include "../../tools/bam/cli_util.h"
@@ -250,10 +253,104 @@ static void test_fifo(void **state)
 	assert_int_equal(run(out, sizeof(out), "info", f, "--json", NULL), 1);
 	assert_null(strstr(out, "\"n_vertices\""));
 	assert_int_equal(run(NULL, 0, "import", f, "-o", o, "-q", NULL), 1);
-	assert_int_equal(run(NULL, 0, "import", in, "-o", f, "-q", NULL), 1);
+	/* a FIFO as the output: a refused -o, exit status 2 (test_output_not_a_file) */
+	assert_int_equal(run(NULL, 0, "import", in, "-o", f, "-q", NULL), 2);
 	alarm(0);
 	assert_no_output(o);
 	unlink(f);
+}
+
+/* An -o that exists and is not a regular file (a directory, a FIFO) is not replaced: a
+ * refused option value, exit status 2 (README, "Machine-readable output"), the same for
+ * import and generate (import said 1, generate 2); the directory stays as it was. A
+ * missing input is a failure of the run: 1. */
+static void test_output_not_a_file(void **state)
+{
+	char in[1024];
+	char *d = dup_str(tmp("outdir")), *f = dup_str(tmp("outfifo"));
+	struct stat st;
+
+	(void)state;
+	snprintf(in, sizeof(in), "%s/tiny.snap.txt", BAM_GRAPH_TEST_DATA);
+	assert_int_equal(mkdir(d, 0700), 0);
+	assert_int_equal(mkfifo(f, 0600), 0);
+	alarm(60); /* a regression that opens the FIFO hangs: fail instead */
+	assert_int_equal(run(NULL, 0, "import", in, "-o", d, "-q", NULL), 2);
+	assert_int_equal(run(NULL, 0, "generate", "--scale", "4", "-o", d, "-q", NULL), 2);
+	assert_int_equal(run(NULL, 0, "import", in, "-o", f, "-q", NULL), 2);
+	assert_int_equal(run(NULL, 0, "generate", "--scale", "4", "-o", f, "-q", NULL), 2);
+	alarm(0);
+	assert_int_equal(lstat(d, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(lstat(f, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_no_output(dup_str(tmp("nothing-written")));
+	/* still 1: a missing input, malformed input */
+	assert_int_equal(run(NULL, 0, "import", dup_str(tmp("none.txt")), "-o", dup_str(tmp("o.bamcsr")), "-q", NULL), 1);
+	/* still 2: generate's refused parameters */
+	assert_int_equal(run(NULL, 0, "generate", "--scale", "4", "--initiator", "0.9,0.9,0.9", "-o",
+			     dup_str(tmp("o.bamcsr")), "-q", NULL), 2);
+	assert_no_output(dup_str(tmp("o.bamcsr")));
+	rmdir(d);
+	unlink(f);
+}
+
+/* Nothing in out reaches a terminal raw: valid UTF-8 throughout, no control character
+ * (C0, DEL, C1) but the line ends. */
+static void assert_terminal_safe(const char *out)
+{
+	for (const unsigned char *p = (const unsigned char *)out; *p;) {
+		size_t n = cli_utf8_len(p);
+		if (!n || (n == 1 && *p != '\n' && (*p < 0x20 || *p == 0x7f)) || (n == 2 && p[0] == 0xc2 && p[1] < 0xa0))
+			fail_msg("byte 0x%02x at offset %td of: %.300s", *p, (const char *)p - out, out);
+		p += n;
+	}
+}
+
+/* A graph file whose source field holds terminal escapes, control characters and bytes
+ * that are not UTF-8 (bam_graph_write stores any bytes): `graph info` shows them
+ * escaped, \xNN per byte, a backslash as \\, valid printable UTF-8 unchanged; --json
+ * gives a valid document whose string has the control characters escaped and each
+ * invalid byte as U+FFFD. */
+static void test_info_source_escaped(void **state)
+{
+	/* ESC [2J (clear screen), BEL, DEL, 0xff, 0xc3 '(' (a cut sequence), C1 CSI (c2 9b),
+	 * a backslash, then printable UTF-8 (e-acute, check mark) */
+	static const char src[] = "a\x1b[2Jb\x07" "c\x7f\xff\xc3(\xc2\x9b" "1m x\\y \xc3\xa9 \xe2\x9c\x93 end";
+	/* what info shows: the same, escaped (in C: "\\x1b" is the four characters \x1b) */
+	static const char shown[] = "source:        a\\x1b[2Jb\\x07c\\x7f\\xff\\xc3(\\xc2\\x9b1m x\\\\y \xc3\xa9 \xe2\x9c\x93 end\n";
+	/* what --json gives back once parsed: each byte that is not UTF-8 as U+FFFD */
+	static const char parsed[] = "a\x1b[2Jb\x07" "c\x7f\xef\xbf\xbd\xef\xbf\xbd(\xc2\x9b" "1m x\\y \xc3\xa9 \xe2\x9c\x93 end";
+	static const uint64_t off[] = { 0, 1, 2 };
+	static uint32_t edges[] = { 1, 0 };
+	struct bam_csr g = { .n_vertices = 2, .n_edges = 2, .id_bytes = 4, .offsets = (uint64_t *)off,
+			     .edges = edges };
+	char out[8192], err[256];
+	char *o = dup_str(tmp("src.bamcsr"));
+	const char *line;
+
+	(void)state;
+	assert_int_equal(bam_graph_write(o, &g, 0, src, err, sizeof(err)), 0);
+	assert_int_equal(run(out, sizeof(out), "info", o, "--verify", NULL), 0);
+	line = strstr(out, "source:        ");
+	assert_non_null(line);
+	if (strncmp(line, shown, strlen(shown)))
+		fail_msg("source line: %.200s", line);
+	assert_terminal_safe(out);
+
+	assert_int_equal(run(out, sizeof(out), "info", o, "--json", NULL), 0);
+	assert_terminal_safe(out);
+	{
+		cJSON *j = cJSON_Parse(out);
+		const cJSON *s;
+
+		if (!j)
+			fail_msg("not JSON: %.300s", out);
+		s = cJSON_GetObjectItemCaseSensitive(j, "source");
+		assert_true(cJSON_IsString(s));
+		assert_string_equal(s->valuestring, parsed);
+		cJSON_Delete(j);
+	}
 }
 
 static void test_generate(void **state)
@@ -279,6 +376,8 @@ int main(void)
 		cmocka_unit_test(test_import_info),
 		cmocka_unit_test(test_import_error_leaves_nothing),
 		cmocka_unit_test(test_fifo),
+		cmocka_unit_test(test_output_not_a_file),
+		cmocka_unit_test(test_info_source_escaped),
 		cmocka_unit_test(test_generate),
 	};
 

@@ -469,7 +469,7 @@ static void test_not_regular_files(void **state)
 
 	/* a FIFO as the output: refused before the input is read, still a FIFO */
 	rc = bam_graph_import(data("tiny.snap.txt"), fifo, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
-	assert_int_equal(rc, -EINVAL);
+	assert_int_equal(rc, -EEXIST);
 	if (!strstr(err, "exists and is not a regular file (a FIFO)") || !strstr(err, fifo))
 		fail_msg("message: %s", err);
 	assert_int_equal(lstat(fifo, &st), 0);
@@ -477,10 +477,16 @@ static void test_not_regular_files(void **state)
 	/* a symbolic link (here to the FIFO, as it could be to /dev/full): the link stays */
 	assert_int_equal(symlink(fifo, lnk), 0);
 	rc = bam_graph_import(data("tiny.snap.txt"), lnk, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
-	assert_int_equal(rc, -EINVAL);
+	assert_int_equal(rc, -EEXIST);
 	assert_non_null(strstr(err, "a symbolic link"));
 	assert_int_equal(lstat(lnk, &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
+	/* a directory as the output: -EEXIST as well (the CLI's exit status 2, a refused -o),
+	 * not -EINVAL (malformed input, exit status 1) */
+	rc = bam_graph_import(data("tiny.snap.txt"), tmpdir, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EEXIST);
+	if (!strstr(err, "exists and is not a regular file (a directory)"))
+		fail_msg("message: %s", err);
 	/* a directory as the input */
 	rc = bam_graph_import(tmpdir, out_path, BAM_GRAPH_FMT_SNAP, &o, NULL, err, sizeof(err));
 	assert_int_equal(rc, -EISDIR);

@@ -554,13 +554,13 @@ static void test_not_a_file(void **state)
 	alarm(0);
 
 	g = csr(8, g1_off, g1_edges);
-	assert_int_equal(bam_graph_write(tmp("fifo"), &g, 0, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_graph_write(tmp("fifo"), &g, 0, NULL, err, sizeof(err)), -EEXIST);
 	assert_non_null(strstr(err, "not a regular file (a FIFO)"));
 	assert_int_equal(lstat(tmp("fifo"), &st), 0);
 	assert_true(S_ISFIFO(st.st_mode));
 	write_g1(tmp("target"));
 	assert_int_equal(symlink(tmp("target"), tmp("lnk")), 0);
-	assert_int_equal(bam_graph_write(tmp("lnk"), &g, 0, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(bam_graph_write(tmp("lnk"), &g, 0, NULL, err, sizeof(err)), -EEXIST);
 	assert_non_null(strstr(err, "a symbolic link"));
 	assert_int_equal(lstat(tmp("lnk"), &st), 0);
 	assert_true(S_ISLNK(st.st_mode));

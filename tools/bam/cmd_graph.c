@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd_graph.c - `bam graph import|generate|info`: the command-line face of bam/graph.h.
- * Exit status: 0 success, 1 error, 2 usage error. Progress goes to stderr (--quiet
- * silences it); results go to stdout.
+ * Exit status: 0 success, 1 error, 2 usage error (README: a bad option or option value,
+ * also an -o naming something that exists and is not a regular file, which is not
+ * replaced: -EEXIST from the library). Progress goes to stderr (--quiet silences it);
+ * results go to stdout.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,7 +47,8 @@ static void import_usage(FILE *f)
 		"edge buffer (--mem), whatever the size of the text.\n"
 		"\n"
 		"options:\n"
-		"  -o, --output PATH      output graph file (written to PATH.tmp.XXXXXX, then renamed)\n"
+		"  -o, --output PATH      output graph file (written to PATH.tmp.XXXXXX, then renamed);\n"
+		"                         an existing PATH must be a regular file (else exit status 2)\n"
 		"  -f, --format FMT       auto (default: by name .mtx/.graph-txt/.arcs[.gz], else by content),\n"
 		"                         snap   '#' comments, 'src dst' per line (tab or space), 0-based,\n"
 		"                                n = largest id + 1\n"
@@ -80,7 +83,8 @@ static void generate_usage(FILE *f)
 		"--threads and --mem.\n"
 		"\n"
 		"options:\n"
-		"  -o, --output PATH      output graph file\n"
+		"  -o, --output PATH      output graph file; an existing PATH must be a regular file\n"
+		"                         (else exit status 2)\n"
 		"      --scale S          log2 of the number of vertices, 1..40 (required)\n"
 		"      --edge-factor E    arcs per vertex (default 16, as Graph500)\n"
 		"      --seed N           random seed (default 1)\n"
@@ -103,6 +107,8 @@ static void info_usage(FILE *f)
 		"\n"
 		"Print a graph file's header (format version, flags, counts, id width, array\n"
 		"placement, source) and out-degree statistics (min, max, mean, zero-degree vertices).\n"
+		"In the text, control characters and bytes that are not UTF-8 (in the source field or\n"
+		"the path) are shown as \\xNN, a backslash as \\\\.\n"
 		"\n"
 		"options:\n"
 		"  -v, --verify   also read both arrays: crc32s, offsets monotonic and ending at\n"
@@ -227,6 +233,15 @@ static void print_summary(const char *cmd, const char *out, const struct bam_gra
 		st->input_arcs, st->self_loops_dropped, st->duplicates_dropped, st->passes, st->seconds);
 }
 
+/* Exit status of a failed import or generate (library error rc): 2 when the -o value is
+ * refused (-EEXIST: it exists and is not a regular file, so it is not replaced), as for
+ * any refused option value, and when the parameters are (-EINVAL, where params_einval:
+ * generate's come from the options; import's -EINVAL is malformed input); 1 otherwise. */
+static int build_status(int rc, int params_einval)
+{
+	return rc == -EEXIST || (params_einval && rc == -EINVAL) ? EXIT_USAGE : 1;
+}
+
 static int cmd_import(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -299,7 +314,7 @@ static int cmd_import(int argc, char **argv)
 	rc = bam_graph_import(input, output, fmt, &o, &st, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "bam graph import: %s\n", err);
-		return 1;
+		return build_status(rc, 0);
 	}
 	if (!quiet)
 		print_summary("import", output, &st);
@@ -401,11 +416,40 @@ static int cmd_generate(int argc, char **argv)
 	rc = bam_graph_generate_kron(output, &p, &o, &st, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "bam graph generate: %s\n", err);
-		return rc == -EINVAL ? EXIT_USAGE : 1;
+		return build_status(rc, 1);
 	}
 	if (!quiet)
 		print_summary("generate", output, &st);
 	return 0;
+}
+
+/* A control character: C0, DEL, or C1 (U+0080..U+009F, UTF-8 c2 80..c2 9f: 0x9b is a
+ * terminal's CSI), at p, a valid UTF-8 sequence of n bytes. */
+static int is_control(const unsigned char *p, size_t n)
+{
+	return (n == 1 && (p[0] < 0x20 || p[0] == 0x7f)) || (n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+}
+
+/* s for a terminal: valid printable UTF-8 as it is; control characters and bytes that
+ * are not valid UTF-8 as \xNN, one per byte, and a backslash as \\ (so the text
+ * reads back unambiguously). Strings from a file (a graph's source field) can hold
+ * anything, terminal escape sequences included. */
+static void text_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = cli_utf8_len(p);
+		if (!n || is_control(p, n)) {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				fprintf(f, "\\x%02x", p[i]);
+			p += n ? n : 1;
+		} else if (*p == '\\') {
+			fputs("\\\\", f);
+			p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
+	}
 }
 
 static void json_string(FILE *f, const char *s)
@@ -420,9 +464,11 @@ static void json_string(FILE *f, const char *s)
 		} else if (ch == '"' || ch == '\\') {
 			fprintf(f, "\\%c", ch);
 			p++;
-		} else if (ch < 0x20) {
-			fprintf(f, "\\u%04x", ch);
-			p++;
+		} else if (is_control(p, n)) {
+			/* C0 must be escaped (RFC 8259); DEL and C1 need not be, but are, so
+			 * that the JSON text shown on a terminal sends it no control either */
+			fprintf(f, "\\u%04x", n == 1 ? ch : p[1]);
+			p += n;
 		} else {
 			fwrite(p, 1, n, f);
 			p += n;
@@ -527,18 +573,16 @@ static int cmd_info(int argc, char **argv)
 		}
 		printf("}\n");
 	} else {
-		printf("file:          %s\n", path);
-		printf("format:        BAMCSR version %u\n", h.version);
-		/* the source string comes from the file: its control bytes are shown escaped,
-		 * not sent to the terminal */
+		/* the source string comes from the file (and the path may be any bytes):
+		 * control characters and invalid UTF-8 are shown escaped, not sent to the
+		 * terminal */
+		printf("file:          ");
+		text_escaped(stdout, path);
+		printf("\nformat:        BAMCSR version %u\n", h.version);
 		printf("source:        ");
 		if (!h.source[0])
 			printf("(none)");
-		for (const unsigned char *q = (const unsigned char *)h.source; *q; q++)
-			if (*q < 0x20 || *q == 0x7f)
-				printf("\\x%02x", *q);
-			else
-				putchar(*q);
+		text_escaped(stdout, h.source);
 		putchar('\n');
 		printf("flags:         0x%x (%s)\n", h.flags, ftxt);
 		printf("vertices:      %" PRIu64 "\n", h.n_vertices);

@@ -463,6 +463,9 @@ static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t 
 	return rc;
 }
 
+/* bfs without --source on a graph without a vertex of out-degree >= 2 */
+#define NO_SOURCE_MSG "bfs: no vertex with at least two out-neighbours to start from: give one with --source=V"
+
 static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 {
 	char err[512];
@@ -507,6 +510,14 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 		return 2;
 	}
 #endif
+	/* BFS's default sources are vertices of out-degree >= 2 (bam_graph_pick_sources):
+	 * a graph of fewer than 2 arcs has none, which the header says. Refused here, in
+	 * every mode, before the memory checks and the load of the offsets (8 bytes a
+	 * vertex: 16 GiB for 2^31 vertices), not after them */
+	if (!do_cc && o->source < 0 && m < 2) {
+		cli_fail("%s (%s has %llu arc%s)\n", NO_SOURCE_MSG, o->graph, (unsigned long long)m, m == 1 ? "" : "s");
+		return 1;
+	}
 	struct gmem gm = {.gpu = tgt == BAM_TARGET_GPU};
 	r->on_gpu = gm.gpu;
 #ifdef BAM_HAVE_CUDA
@@ -601,7 +612,7 @@ static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
 			sources[0] = (uint64_t)o->source;
 			nsrc = 1;
 		} else if ((rc = bam_graph_pick_sources(&ref, want, o->seed, sources, &nsrc)) || nsrc == 0) {
-			cli_fail("bfs: no vertex with at least two out-neighbours to start from: give one with --source=V\n");
+			cli_fail("%s\n", NO_SOURCE_MSG);
 			goto out;
 		}
 	}
