@@ -84,6 +84,20 @@ for cmd in "bfs --source=5 --frontier=queue" "bfs --source=20050 --frontier=scan
   c=$("$BAM" $cmd "$W/hubs.bcsr" --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["long_list_chunks"])')
   if [ "${c%.*}" -gt 0 ]; then pass=$((pass + 1)); echo "ok: $cmd walked $c chunks"; else fail=$((fail + 1)); echo "FAIL: $cmd walked no chunks"; fi
 done
+# CC through bam reads every arc exactly once (the edge array's element accesses equal
+# its 30204 arcs), whatever the line size: the walk of a batch of vertices keeps a long
+# list's pieces in the lines it shares with the lists around it and queues the rest
+# (graph_kern.h, gv_heavy_cut); at 64 KiB lines (16384 arcs) neither list has a whole
+# line of its own and is queued whole
+for ls in 512 4K 64K; do
+  r=$("$BAM" cc "$W/hubs.bcsr" --line-size=$ls --verify --json --quiet --target=cpu |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["verified"], int(d["edge_accesses"]), int(d["long_list_chunks"]))') || r=error
+  if [ "$r" != error ] && [ "${r% *}" = "yes 30204" ] && [ "${r##* }" -gt 0 ]; then
+    pass=$((pass + 1)); echo "ok: cc on two hubs, $ls lines: each of the 30204 arcs read once (verified, accesses, chunks: $r)"
+  else
+    fail=$((fail + 1)); echo "FAIL: cc on two hubs, $ls lines: verified, edge accesses, chunks = '$r' (want yes 30204 and chunks > 0)"
+  fi
+done
 # edge ranges: the edge array (30204 arcs: both directions of 15102 edges) is cut into
 # ranges of a multiple of 32 edges (how many depends on the host threads), the
 # 10000-neighbour list over several of them, each range's vertices into work items

@@ -1082,6 +1082,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "bytes_read", mv);
 			cJSON_AddNumberToObject(j, "edge_hits", (double)r->st_edge.c.hits);
 			cJSON_AddNumberToObject(j, "edge_misses", (double)r->st_edge.c.misses);
+			cJSON_AddNumberToObject(j, "edge_accesses", (double)r->st_edge.c.accesses);
 		}
 		return j;
 	}

@@ -444,6 +444,42 @@ BAM_HD_INLINE int heavy_push(const struct graph_view *g, uint64_t v, uint64_t s,
 	return 1;
 }
 
+/* log2 of the edges in one line of the edge array (bam arrays only). */
+BAM_HD_INLINE uint32_t gv_edge_line_shift(const struct graph_view *g)
+{
+	return g->edge_a->cache->line_shift - g->edge_a->elem_shift;
+}
+
+/* The first edge of the edge-array line that holds edge i (bam arrays only). */
+BAM_HD_INLINE uint64_t gv_edge_line_floor(const struct graph_view *g, uint64_t i)
+{
+	const uint32_t sh = gv_edge_line_shift(g);
+	return i >> sh << sh;
+}
+
+/* The part [*cs, *ce) of a long list [s, e) that a walk over a batch of vertices queues
+ * as chunks (heavy_push): the list without its pieces in the first and the last line of
+ * the edge array it touches, when those lines also hold other lists' edges (through bam
+ * arrays; plain pointers: the whole list). The batch walk reads those lines for the lists
+ * before and after the long one anyway, so it walks the two pieces itself: when the chunk
+ * kernel walked them, later, both lines had mostly been evicted meanwhile and were read
+ * twice (kron26 CC on the H200: about 32,500 extra line fills at every line size, 2.7% of
+ * the bytes at 4 KiB lines and 5.6% at 8 KiB; results/graph.md, thirteenth session). A
+ * list without a whole line of its own is not cut (*cs = s, *ce = e). */
+BAM_HD_INLINE void gv_heavy_cut(const struct graph_view *g, uint64_t s, uint64_t e, uint64_t *cs, uint64_t *ce)
+{
+	*cs = s;
+	*ce = e;
+	if (!g->bam)
+		return;
+	const uint64_t a = gv_edge_line_floor(g, s + ((1ull << gv_edge_line_shift(g)) - 1)),
+		       z = gv_edge_line_floor(g, e);
+	if (a < z) {
+		*cs = a;
+		*ce = z;
+	}
+}
+
 /* One warp (lane, wsize) expands BFS frontier entry w (queue order). */
 BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
 {
@@ -515,7 +551,8 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
  * search over the lanes' sums), so a step reads 32 edges however short the lists are.
  * (One list per step, as walk_list does, took a step per list: a warp whose vertices
  * had short lists took a step, a few dependent memory accesses, for every one of them.)
- * Lists longer than GV_CHUNK go to the chunk queue first. Adds the edges read to *n,
+ * Lists longer than GV_CHUNK go to the chunk queue first, but for their pieces in lines
+ * shared with other lists (gv_heavy_cut), walked here. Adds the edges read to *n,
  * the lines taken to *gets; returns nonzero, the same in every lane, on error
  * (recorded in g->ctr->error).
  */
@@ -523,15 +560,25 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
 				  uint64_t s, uint64_t e, uint32_t lane, struct bam_line *h, uint32_t *n, uint32_t *gets)
 {
 	const uint32_t full = 0xffffffffu;
-	/* long lists: queued as chunks, one after the other (each call is warp-wide) */
-	uint32_t heavy = __ballot_sync(full, e - s > GV_CHUNK);
+	/* long lists: queued as chunks, one after the other (each call is warp-wide), but
+	 * for their pieces in lines shared with other lists (gv_heavy_cut): lane j of cut
+	 * (bit j) walks its list [s, e) without the part [cs, ce) queued (all of it: nothing
+	 * to walk), so the piece in the last line comes right after the one in the first */
+	uint32_t heavy = __ballot_sync(full, e - s > GV_CHUNK), cut = 0;
 	while (heavy) {
 		const uint32_t j = (uint32_t)(__ffs(heavy) - 1);
 		heavy &= heavy - 1;
-		if (heavy_push(g, base + j, __shfl_sync(full, s, j), __shfl_sync(full, e, j), lane, 32) && lane == j)
-			e = s;
+		uint64_t cs, ce;
+		gv_heavy_cut(g, __shfl_sync(full, s, j), __shfl_sync(full, e, j), &cs, &ce);
+		if (heavy_push(g, base + j, cs, ce, lane, 32))
+			cut |= 1u << j;
 	}
-	const uint64_t len = e - s;
+	uint64_t len = e - s;
+	if (cut >> lane & 1u) {
+		uint64_t cs, ce;
+		gv_heavy_cut(g, s, e, &cs, &ce);
+		len -= ce - cs;
+	}
 	uint64_t inc = len; /* inclusive prefix sum of the lengths */
 	for (uint32_t o = 1; o < 32; o <<= 1) {
 		const uint64_t x = __shfl_up_sync(full, inc, o);
@@ -546,7 +593,18 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
 		for (uint32_t step = 16; step; step >>= 1)
 			if (__shfl_sync(full, inc, j + step - 1) <= p)
 				j += step;
-		const uint64_t i = __shfl_sync(full, s, j) + (p - __shfl_sync(full, exc, j));
+		const uint64_t sj = __shfl_sync(full, s, j);
+		uint64_t q = p - __shfl_sync(full, exc, j); /* position in j's (cut) list */
+		if (cut) { /* (the same in every lane) */
+			const uint64_t ej = __shfl_sync(full, e, j);
+			if (cut >> j & 1u) {
+				uint64_t cs, ce;
+				gv_heavy_cut(g, sj, ej, &cs, &ce);
+				if (q >= cs - sj)
+					q += ce - cs;
+			}
+		}
+		const uint64_t i = sj + q;
 		uint64_t u = 0;
 		if (g->bam) {
 			if (gv_edge_warp(g, h, i, act, &u, gets))
@@ -576,7 +634,8 @@ BAM_HD_INLINE int walk_batch_warp(const struct graph_view *g, struct bfs_state *
  * wanted); then it walks the wanted neighbour lists through one line handle per thread,
  * so the cache is probed about once per line rather than once per vertex: on the GPU
  * all of them end to end, 32 edges per step (walk_batch_warp), on the CPU target one
- * after the other. Lists longer than GV_CHUNK go to the chunk queue. The handle is
+ * after the other. Lists longer than GV_CHUNK go to the chunk queue, but for their pieces
+ * in lines shared with other lists (gv_heavy_cut). The handle is
  * dropped before the next batch's offsets are read: a warp never holds a line while it
  * waits for another (no hold-and-wait among warps, so no deadlock when the cache has
  * fewer lines than warps).
@@ -639,9 +698,16 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 			uint64_t s = ob[j], e = ob[j + 1];
 			s = s > lo ? s : lo; /* the part of the list in the edge range */
 			e = e < hi ? e : hi;
-			if (s >= e || heavy_push(g, v, s, e, lane, wsize))
+			if (s >= e)
 				continue;
-			bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets);
+			uint64_t cs = s, ce = e; /* long lists: queued but for their pieces in shared lines */
+			if (e - s > GV_CHUNK)
+				gv_heavy_cut(g, s, e, &cs, &ce);
+			if (heavy_push(g, v, cs, ce, lane, wsize))
+				bad = walk_list(g, b, c, v, s, cs, lane, wsize, &h, &n, &gets) ||
+				      walk_list(g, b, c, v, ce, e, lane, wsize, &h, &n, &gets);
+			else
+				bad = walk_list(g, b, c, v, s, e, lane, wsize, &h, &n, &gets);
 		}
 #endif
 		gv_edges_done(g, &h, n, gets);
