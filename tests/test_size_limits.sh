@@ -83,7 +83,7 @@ done
 # 0): bfs without --source has no vertex of out-degree >= 2 to start from, which the
 # header already says. Refused from it, in every mode, with the message of a graph
 # whose degrees rule every vertex out, exit 1: before the memory checks and before
-# loading the offsets (bam mode used to load them first: about a minute). Address space
+# loading the offsets (every mode used to load them first: up to a minute). Address space
 # capped at 1 GiB, so a run that loads them fails otherwise (not where the binary cannot
 # start under the cap: a sanitizer's shadow memory); `timeout` only guards against a
 # hang.
