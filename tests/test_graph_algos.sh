@@ -56,6 +56,17 @@ for args in "" "--offset-bytes=auto" "--offset-bytes=8"; do
     fail=$((fail + 1)); echo "FAIL: bfs ${args:-(default)}: offsets '$ob' bytes, expected $want"
   fi
 done
+# default line sizes: 4 KiB for bfs, 8 KiB for cc (its one pass reads the edge array in
+# order); --line-size overrides either
+for args in "bfs --sources=1" "cc" "cc --line-size=4K" "bfs --sources=1 --line-size=8K"; do
+  ls=$("$BAM" $args "$g" --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["line_size"])') || ls=error
+  case "$args" in bfs\ --sources=1) want=4096 ;; cc) want=8192 ;; *4K) want=4096 ;; *) want=8192 ;; esac
+  if [ "$ls" = "$want" ]; then
+    pass=$((pass + 1)); echo "ok: $args: $ls-byte lines"
+  else
+    fail=$((fail + 1)); echo "FAIL: $args: lines '$ls' bytes, expected $want"
+  fi
+done
 # through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M

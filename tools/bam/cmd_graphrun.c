@@ -36,7 +36,7 @@ struct gopts {
 	enum bam_target target;
 	uint64_t cache_bytes;
 	const char *cache_arg; /* --cache-size as given (NULL: the default) */
-	uint32_t line;
+	uint32_t line;        /* --line-size; 0: the algorithm's default (BFS_LINE_DEFAULT, CC_LINE_DEFAULT) */
 	uint32_t nsources;
 	uint64_t seed;
 	int64_t source;       /* --source V, or -1 */
@@ -103,6 +103,14 @@ struct gres {
 	double part_s;           /* finding the ranges' first vertices (in compute_s) */
 };
 
+/* Default cache line bytes (--line-size): BFS 4 KiB (the paper's); CC 8 KiB: its one
+ * pass reads the edge array in order, and on the H200 8 KiB lines took 0.85-1.003x the
+ * time of 4 KiB (kron26 0.90x with the unlimited profile, the real graphs 0.85-0.86x
+ * with 4 emulated Optane devices; results/graph.md, fourteenth session), where BFS of
+ * kron26 was 1.11x slower. 0 in gopts.line: the algorithm's default. */
+#define BFS_LINE_DEFAULT 4096u
+#define CC_LINE_DEFAULT 8192u
+
 static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
@@ -112,7 +120,8 @@ static void usage(FILE *f, const char *cmd)
 		"  --backend=STR      storage for --mode=bam (default emu: the emulated NVMe SSD)\n"
 		"  --cache-size=SIZE  --mode=bam: cache bytes (default: 1/8 of the edge array; at\n"
 		"                     least 1 MiB, at most what the offsets and edges take)\n"
-		"  --line-size=SIZE   --mode=bam: cache line bytes, 512 to 64K (default 4096)\n"
+		"  --line-size=SIZE   --mode=bam: cache line bytes, 512 to 64K (default 4096 for\n"
+		"                     bfs, 8192 for cc)\n"
 		"%s"
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify           check the graph file's array checksums, then the result\n"
@@ -466,8 +475,12 @@ static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t 
 /* bfs without --source on a graph without a vertex of out-degree >= 2 */
 #define NO_SOURCE_MSG "bfs: no vertex with at least two out-neighbours to start from: give one with --source=V"
 
-static int run_graph(const struct gopts *o, int do_cc, struct gres *r)
+static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 {
+	struct gopts opts = *given;
+	if (!opts.line)
+		opts.line = do_cc ? CC_LINE_DEFAULT : BFS_LINE_DEFAULT;
+	const struct gopts *o = &opts;
 	char err[512];
 	struct bam_graph_header hdr;
 	memset(r, 0, sizeof(*r));
@@ -1275,7 +1288,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 static int graph_cmd(int argc, char **argv, int do_cc)
 {
 	const char *cmd = do_cc ? "cc" : "bfs";
-	struct gopts o = {.backend = "emu", .line = 4096, .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
+	struct gopts o = {.backend = "emu", .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
 			  .timeout_ms = 10000};
 	int rc = parse_common(argc, argv, &o, cmd);
 	if (rc)
@@ -1315,7 +1328,7 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 
 int bam_cmd_demo(int argc, char **argv)
 {
-	struct gopts o = {.backend = "emu", .line = 4096, .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
+	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: bam demo [INPUT] [options]\n"
