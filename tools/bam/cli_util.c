@@ -113,9 +113,6 @@ void cli_media_forget(const struct cli_media *m)
 			unlink(m->path[i]);
 }
 
-/* The value of the last 'key'= of an "emu[:k=v,...]" string (the emulator's parser
- * keeps the last of a repeated key), as a pointer into the string and a length; NULL
- * when the string is not the emulator's or has no such key. */
 /* 'backend' names the emulator ("emu" or "emu:..."; the empty string, which also
  * means emu, only where a caller says so) */
 static int is_emu(const char *backend)
@@ -123,6 +120,9 @@ static int is_emu(const char *backend)
 	return !strncmp(backend, "emu", 3) && (!backend[3] || backend[3] == ':');
 }
 
+/* The value of the last 'key'= of an "emu[:k=v,...]" string (the emulator's parser
+ * keeps the last of a repeated key), as a pointer into the string and a length; NULL
+ * when the string is not the emulator's or has no such key. */
 static const char *emu_key(const char *backend, const char *key, size_t *len)
 {
 	if (!is_emu(backend))
