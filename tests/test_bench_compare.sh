@@ -9,13 +9,7 @@
 # than file, for writes and for an unknown comparison. With --json, failures (these
 # and others: bad values, back-end strings) still print one JSON object, with "error".
 # Last: several I/Os in flight per thread on small queue pairs complete without timeouts.
-set -euo pipefail
-BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
+. "$(dirname "$0")/lib.sh"
 bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/err" "$W/out" 2>/dev/null | tail -40; }
 
 # bench: description, expected exit code, python condition over the JSON d, args...
@@ -139,5 +133,4 @@ bench "submit_mean_us: positive, below the latency" 0 \
   "$emu_ok and 0 < d['result']['submit_mean_us'] < 2 * d['result']['lat_p999_us']" \
   --size=1M --backend=emu:poll_ns=0 --threads=1 --number_ios=40
 
-echo "bench --compare: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+test_summary "bench --compare"

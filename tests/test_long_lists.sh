@@ -11,13 +11,7 @@
 # so an arc not walked changes the components and the BFS levels; CC's edge accesses
 # through bam must equal the arcs at every line size, and so must a BFS's from the root
 # (every vertex reached, every list read once), in every frontier form.
-set -euo pipefail
-BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
+. "$(dirname "$0")/lib.sh"
 bad() { fail=$((fail + 1)); echo "FAIL: $1"; }
 
 # A SNAP edge list from a layout: hD a vertex of degree D; @O vertices of degree <= 7
@@ -121,5 +115,4 @@ done
 for f in "--frontier=scan" "--frontier=queue" "--frontier=scan --scan-ranges=edges"; do
   run "bfs kron16, 3 sources, $f" - 0 "$BAM" bfs "$W/kron16.bcsr" --sources=3 $f
 done
-echo "long lists: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+test_summary "long lists"

@@ -6,13 +6,7 @@
 # at the graph's size instead, and refuse a graph whose arrays do not fit in host memory
 # before loading it; `bam bfs` refuses a huge graph without arcs (no source) from its
 # header. The same commands with sizes that fit still run.
-set -euo pipefail
-BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
+. "$(dirname "$0")/lib.sh"
 bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/out" | tail -20; }
 
 # refused: description, text the one line must hold, command args...
@@ -129,5 +123,4 @@ runs "bench --array with a cache that fits" "$BAM" bench --array --target=cpu --
   --threads=2 --steps=200 --quiet
 runs "bfs with a cache that fits" "$BAM" bfs "$W/k10.bcsr" --cache-size=1M --target=cpu --sources=1 --verify --quiet
 
-echo "size limits: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+test_summary "size limits"
