@@ -5,7 +5,8 @@
 # exit non-zero, within seconds (nothing is allocated); `bam bfs`/`bam cc` cap the cache
 # at the graph's size instead, and refuse a graph whose arrays do not fit in host memory
 # before loading it; `bam bfs` refuses a huge graph without arcs (no source) from its
-# header. The same commands with sizes that fit still run.
+# header, one without a vertex of out-degree >= 2 from its offsets, and a --source past
+# its vertices from its header. The same commands with sizes that fit still run.
 . "$(dirname "$0")/lib.sh"
 bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/out" | tail -20; }
 
@@ -114,6 +115,40 @@ sys.exit(not (e["exit_status"] == 1 and e["message"] == sys.argv[2]))' "$W/out" 
     bad "bfs --mode=$mode --json, 2^31 vertices without arcs (exit $rc)"
   fi
 done
+# 2^28 vertices, 2 arcs (from the last two vertices, one each): no vertex of out-degree
+# >= 2, found by reading the offsets (2 GiB, sparse) in pieces, not by loading them
+# under the same cap; a --source past the vertices is refused from the header
+python3 - "$W/nosrc2.bcsr" <<'PY'
+import struct, sys, zlib
+n, m = 1 << 28, 2
+h = bytearray(4096); h[0:8] = b"BAMCSR\0\0"
+ob = 8 * (n + 1); eo = (4096 + ob + 4095) // 4096 * 4096
+struct.pack_into("<IIIIQQQQQQ", h, 8, 1, 0, 4, 0, n, m, 4096, ob, eo, 4 * m)
+edges = struct.pack("<II", n - 1, n - 2)
+struct.pack_into("<II", h, 0x48, 0, zlib.crc32(edges))
+struct.pack_into("<I", h, 0x14, zlib.crc32(bytes(h)))
+with open(sys.argv[1], "wb") as f:
+    f.truncate(eo + 4096); f.write(h)
+    f.seek(4096 + 8 * (n - 1)); f.write(struct.pack("<QQ", 1, 2))
+    f.seek(eo); f.write(edges)
+PY
+nosrc2="bfs: no vertex with at least two out-neighbours to start from: give one with --source=V (no vertex of $W/nosrc2.bcsr has more than one out-arc)"
+for mode in host bam; do
+  rc=0
+  ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc2.bcsr" --mode=$mode --target=cpu) >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(cat "$W/out")" = "$nosrc2" ]; then
+    ok "bfs --mode=$mode, 2^28 vertices, 2 arcs of different vertices: no source, exit 1"
+  else
+    bad "bfs --mode=$mode, 2^28 vertices, 2 arcs of different vertices (exit $rc; expected 1 and: $nosrc2)"
+  fi
+done
+rc=0
+($cap && exec timeout 60 "$BAM" bfs "$W/nosrc2.bcsr" --source=268435456 --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && [ "$(cat "$W/out")" = "bfs: --source=268435456: the graph has 268435456 vertices" ]; then
+  ok "bfs --source=2^28 on 2^28 vertices: refused from the header, exit 2"
+else
+  bad "bfs --source=2^28 on 2^28 vertices (exit $rc; expected 2)"
+fi
 # a given source still runs on a graph without arcs
 printf '3\n\n\n\n' >"$W/noarcs.graph-txt"
 "$BAM" graph import "$W/noarcs.graph-txt" -o "$W/noarcs.bcsr" --quiet

@@ -475,6 +475,46 @@ static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t 
 /* bfs without --source on a graph without a vertex of out-degree >= 2 */
 #define NO_SOURCE_MSG "bfs: no vertex with at least two out-neighbours to start from: give one with --source=V"
 
+/* Does the graph file (header h, already checked) have a vertex of out-degree >= 2, a
+ * default BFS source (bam_graph_pick_sources)? Reads its offsets array in 1 MiB pieces
+ * and stops at the first such vertex, so the usual answer costs one read and only a
+ * graph without one is read whole, before anything is loaded. Returns 1 (yes), 0 (no),
+ * or -1 with a message in err (a read error or a short file). Offsets that decrease
+ * count as a yes here: the load that follows refuses them with its own message. */
+static int has_default_source(const char *path, const struct bam_graph_header *h, char *err, size_t errlen)
+{
+	enum { PIECE = 1 << 17 }; /* offsets per read */
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	uint64_t *buf = malloc(PIECE * sizeof(uint64_t));
+	int found = 0, rc = 0;
+	if (!buf) {
+		snprintf(err, errlen, "%s: out of memory reading the offsets", path);
+		rc = -1;
+	}
+	uint64_t prev = 0;
+	for (uint64_t k = 0; !rc && !found && k < h->n_vertices + 1; k += PIECE) {
+		const uint64_t cnt = h->n_vertices + 1 - k < PIECE ? h->n_vertices + 1 - k : PIECE;
+		const ssize_t want = (ssize_t)(cnt * sizeof(uint64_t));
+		if (pread(fd, buf, (size_t)want, (off_t)(h->offsets_offset + k * sizeof(uint64_t))) != want) {
+			snprintf(err, errlen, "%s: read error in the offsets array", path);
+			rc = -1;
+			break;
+		}
+		for (uint64_t j = 0; j < cnt && !found; j++) {
+			if (k + j > 0 && buf[j] - prev >= 2)
+				found = 1;
+			prev = buf[j];
+		}
+	}
+	free(buf);
+	close(fd);
+	return rc ? rc : found;
+}
+
 static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 {
 	struct gopts opts = *given;
@@ -530,6 +570,23 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	if (!do_cc && o->source < 0 && m < 2) {
 		cli_fail("%s (%s has %llu arc%s)\n", NO_SOURCE_MSG, o->graph, (unsigned long long)m, m == 1 ? "" : "s");
 		return 1;
+	}
+	/* a given source out of range, and a graph of 2 or more arcs without a vertex of
+	 * out-degree >= 2, are refused from the header and the offsets too, not after the
+	 * load */
+	if (!do_cc && o->source >= 0 && (uint64_t)o->source >= n) {
+		cli_fail("bfs: --source=%lld: the graph has %llu vertices\n", (long long)o->source, (unsigned long long)n);
+		return 2;
+	}
+	if (!do_cc && o->source < 0) {
+		const int any = has_default_source(o->graph, &hdr, err, sizeof(err));
+		if (any <= 0) {
+			if (any < 0)
+				cli_fail("bfs: %s\n", err);
+			else
+				cli_fail("%s (no vertex of %s has more than one out-arc)\n", NO_SOURCE_MSG, o->graph);
+			return 1;
+		}
 	}
 	struct gmem gm = {.gpu = tgt == BAM_TARGET_GPU};
 	r->on_gpu = gm.gpu;
@@ -615,13 +672,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			cli_fail("bfs: out of memory for %u sources\n", want);
 			goto out;
 		}
-		if (o->source >= 0) {
-			if ((uint64_t)o->source >= n) {
-				cli_fail("bfs: --source=%lld: the graph has %llu vertices\n", (long long)o->source,
-					(unsigned long long)n);
-				exit_code = 2;
-				goto out;
-			}
+		if (o->source >= 0) { /* (checked < n above) */
 			sources[0] = (uint64_t)o->source;
 			nsrc = 1;
 		} else if ((rc = bam_graph_pick_sources(&ref, want, o->seed, sources, &nsrc)) || nsrc == 0) {
