@@ -185,7 +185,8 @@ BAM_API void bam_csr_free(struct bam_csr *g);
 
 /*
  * Write the host-memory graph *g to `path` in the file format above (written to
- * `path`.tmp.XXXXXX, fsync'd and renamed; nothing is left behind on error). `flags`
+ * an unnamed file in `path`'s directory, fsync'd, named and renamed onto `path`; nothing
+ * is left behind on error: docs/GRAPH-FORMAT.md, "Import"). `flags`
  * (BAM_GRAPH_F_*) are stored as given after being checked against the data (self-loops,
  * strict order); `source` (may be NULL) is stored truncated to 255 bytes.
  * Errors: -EINVAL (g inconsistent: bad id_bytes, offsets not monotonic or not ending at
@@ -290,12 +291,13 @@ struct bam_graph_build_stats {
  * MTX) or is the largest id + 1 (SNAP, arcs). Streaming, in two passes over the input
  * (count out-degrees; scatter into an edge buffer of at most o->mem_limit bytes, one
  * more pass per extra buffer-full), so memory is 8*(n+1) bytes plus the buffer,
- * independent of the text size. The result is written to `output`.tmp.XXXXXX in the same
- * directory, fsync'd and renamed; on error nothing is left behind. `input` must be a
+ * independent of the text size. The result is written to an unnamed file in `output`'s
+ * directory, fsync'd, named and renamed onto `output`; on error nothing is left behind. `input` must be a
  * regular file (it is read more than once); an existing `output` must be one too (it is
  * replaced; a device, FIFO, socket, directory or symbolic link there is refused).
  * Errors (err names the file and line): -ENOENT etc. (open input), -EEXIST (an existing
- * `output` that is not a regular file), -EINVAL (input not a regular file; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
+ * `output` that is not a regular file), -EINVAL (input not a regular file; `output` is the input file, under
+ * any name; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
  * with the header or size line, truncated input, data after the end of a gzip stream,
  * empty input, unknown format), -ERANGE
  * (n > 2^32-1 with id_bytes 4 forced), -ENOMEM, -EIO and -errno of writes.

@@ -56,12 +56,14 @@ uint32_t gr_header_crc(const struct bam_graph_header *h);
 /* An existing `output` must be a regular file: the rename would replace a device node,
  * FIFO, socket or symbolic link with a file (and fail on a directory). 0 or -EEXIST. */
 int gr_output_check(const char *output, char *err, size_t errlen);
-/* The output protocol: create `output`.tmp.XXXXXX beside output (mode 0666 & ~umask);
- * calls gr_output_check first. */
+/* The output protocol: create an unnamed file (O_TMPFILE; tmp_path left empty) in
+ * output's directory, or where that is not possible a named one, DIR/.tmp.bam.XXXXXX
+ * (tmp_path); mode 0666 & ~umask. Calls gr_output_check first. */
 int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, char *err,
 		  size_t errlen);
-/* Truncate to file_size, fsync, close, rename to output, fsync the directory. On error
- * the temp file is removed. fd is closed in every case. */
+/* Truncate to file_size, fsync, name an unnamed file (linkat through /proc/self/fd),
+ * close, rename to output, fsync the directory. On error the temp file is removed. fd
+ * is closed in every case. */
 int gr_tmp_commit(int fd, const char *tmp_path, const char *output, uint64_t file_size,
 		  char *err, size_t errlen);
 /* Close fd (if >= 0) and unlink tmp_path (if non-empty). */

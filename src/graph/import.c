@@ -840,9 +840,9 @@ const char *bam_graph_format_name(enum bam_graph_format fmt)
 
 /* Every pass re-opens the input: a pipe, FIFO or terminal would be empty (or block) on
  * the second. stat, not open: opening a FIFO waits for a writer. */
-static int imp_check_input(const char *input, char *err, size_t errlen)
+static int imp_check_input(const char *input, const char *output, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st, so;
 
 	if (stat(input, &st) != 0) {
 		int e = errno;
@@ -855,6 +855,12 @@ static int imp_check_input(const char *input, char *err, size_t errlen)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		gr_err(err, errlen, "%s: not a regular file: import reads its input twice (save it to a file first)",
+		       input);
+		return -EINVAL;
+	}
+	/* the output replaces what is there: never the input itself (under any name) */
+	if (stat(output, &so) == 0 && so.st_dev == st.st_dev && so.st_ino == st.st_ino) {
+		gr_err(err, errlen, "%s: the output is the input file %s: import would replace its own input", output,
 		       input);
 		return -EINVAL;
 	}
@@ -875,12 +881,12 @@ int bam_graph_import(const char *input, const char *output, enum bam_graph_forma
 	if (st)
 		memset(st, 0, sizeof(*st));
 	if (!input || !output) {
-		gr_err(err, errlen, "import: input and output paths are required");
+		gr_err(err, errlen, "input and output paths are required");
 		return -EINVAL;
 	}
 	if (o)
 		opts = *o;
-	rc = imp_check_input(input, err, errlen);
+	rc = imp_check_input(input, output, err, errlen);
 	if (rc)
 		return rc;
 	if (fmt == BAM_GRAPH_FMT_AUTO) {

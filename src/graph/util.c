@@ -3,6 +3,7 @@
  * util.c - small helpers of the graph module: messages, full I/O, crc32 over 64-bit
  * lengths, threads, the temp-file output protocol, and the neighbour-list sort.
  */
+#define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -216,9 +217,18 @@ int gr_output_check(const char *output, char *err, size_t errlen)
 	return -EEXIST;
 }
 
+/* The directory part of path into dir (dirname's answer, "." for a bare name). */
+static void gr_dir_of(const char *path, char *dir, size_t len)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	snprintf(dir, len, "%s", dirname(tmp));
+}
+
 int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, char *err,
 		  size_t errlen)
 {
+	char dir[PATH_MAX];
 	int n, rc;
 	mode_t um;
 
@@ -227,7 +237,26 @@ int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, c
 	rc = gr_output_check(output, err, errlen);
 	if (rc)
 		return rc;
-	n = snprintf(tmp_path, tmp_len, "%s.tmp.XXXXXX", output);
+	gr_dir_of(output, dir, sizeof(dir));
+#ifdef O_TMPFILE
+	/* An unnamed file in output's directory: whatever ends the process (a signal, a
+	 * crash, a kill) leaves nothing behind; gr_tmp_commit names it (through
+	 * /proc/self/fd, so only where /proc is there). Else, or where the file system
+	 * has no O_TMPFILE, a named temporary file. */
+	if (access("/proc/self/fd", X_OK) == 0) {
+		*fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+		if (*fd >= 0)
+			return 0;
+		if (errno == EACCES || errno == EROFS || errno == ENOENT || errno == ENOTDIR || errno == ENOSPC ||
+		    errno == EDQUOT) {
+			int e = errno;
+			gr_err(err, errlen, "%s: cannot create temporary output in %s: %s", output, dir, strerror(e));
+			return -e;
+		}
+	}
+#endif
+	/* a short name (NAME_MAX bounds a name, not the output's name plus a suffix) */
+	n = snprintf(tmp_path, tmp_len, "%s/.tmp.bam.XXXXXX", dir);
 	if (n < 0 || (size_t)n >= tmp_len) {
 		tmp_path[0] = 0;
 		gr_err(err, errlen, "%s: output path too long", output);
@@ -274,21 +303,47 @@ int gr_tmp_commit(int fd, const char *tmp_path, const char *output, uint64_t fil
 		gr_err(err, errlen, "%s: fsync: %s", output, strerror(-rc));
 		goto fail;
 	}
+	/* an unnamed file (O_TMPFILE, tmp_path empty) gets a name beside output first */
+	const char *named = tmp_path;
+	char link_path[PATH_MAX];
+	if (!tmp_path[0]) {
+		char proc[64];
+		gr_dir_of(output, dir, sizeof(dir));
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		rc = -EEXIST;
+		for (unsigned k = 0; k < 1000 && rc == -EEXIST; k++) {
+			const int ln = snprintf(link_path, sizeof(link_path), "%s/.tmp.bam.%ld.%u", dir, (long)getpid(), k);
+			if (ln < 0 || (size_t)ln >= sizeof(link_path)) {
+				rc = -ENAMETOOLONG;
+				break;
+			}
+			rc = linkat(AT_FDCWD, proc, AT_FDCWD, link_path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+		}
+		if (rc) {
+			gr_err(err, errlen, "%s: cannot name the output in %s: %s", output, dir, strerror(-rc));
+			goto fail;
+		}
+		named = link_path;
+	}
 	if (close(fd) != 0) {
 		fd = -1;
 		rc = -errno;
 		gr_err(err, errlen, "%s: close: %s", output, strerror(-rc));
+		if (named != tmp_path)
+			unlink(named);
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp_path, output) != 0) {
+	if (rename(named, output) != 0) {
 		rc = -errno;
-		gr_err(err, errlen, "%s: cannot rename %s: %s", output, tmp_path, strerror(-rc));
+		gr_err(err, errlen, "%s: cannot rename %s: %s", output, named, strerror(-rc));
+		if (named != tmp_path)
+			unlink(named);
 		goto fail;
 	}
 	/* Make the rename itself durable. */
-	snprintf(dir, sizeof(dir), "%s", output);
-	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+	gr_dir_of(output, dir, sizeof(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
 	if (dfd >= 0) {
 		(void)fsync(dfd);
 		close(dfd);

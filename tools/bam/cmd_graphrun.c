@@ -1424,13 +1424,15 @@ int bam_cmd_demo(int argc, char **argv)
 								    : "this run is on the CPU target")))
 		return rc;
 	char def[1024];
+	const int given = input != NULL;
 	if (!input) {
 		const char *sd = getenv("BAM_SHARED_DATA");
 		snprintf(def, sizeof(def), "%s/graphs/cnr-2000.graph-txt.gz", sd ? sd : "../shared/data");
 		input = def;
 	}
 	if (access(input, R_OK)) {
-		cli_fail("demo: cannot read %s (give the input graph as an argument, or set BAM_SHARED_DATA)\n", input);
+		cli_fail("demo: cannot read %s: %s%s\n", input, strerror(errno),
+			 given ? "" : " (the default input: give a graph as an argument, or set BAM_SHARED_DATA to the folder holding graphs/)");
 		return 1;
 	}
 	mkdir(".work", 0755);
