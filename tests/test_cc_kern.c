@@ -8,8 +8,12 @@
  *  - threads flattening disjoint vertex sets of one deep forest at once leave every
  *    label at its root;
  *  - threads joining the arcs of a random graph at once, then flattening, give each
- *    vertex the smallest id of its component, as a sequential union-find does.
+ *    vertex the smallest id of its component, as a sequential union-find does;
+ *  - the walks refuse offsets that no CSR has (out of order, past the edge array), as
+ *    storage that does not hold the graph returns them: -EBADMSG recorded, no list
+ *    walked from them (graph_kern.h, gv_offsets_bad).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -156,12 +160,65 @@ static void concurrent_union_matches_sequential(void **state)
 	free(p);
 }
 
+/* One CC walk (walk_range, one CPU thread) and one BFS neighbour range (gv_range) over
+ * a 4-vertex graph with offsets off[] (plain pointers, as the baselines read them):
+ * the error recorded, and how many arcs were walked. */
+static uint32_t walk_offsets(const uint32_t off[5], uint64_t *arcs, int *range_rc)
+{
+	static const uint32_t edges[4] = {1, 2, 3, 0};
+	struct gv_counters ctr;
+	memset(&ctr, 0, sizeof(ctr));
+	uint64_t label[4] = {0, 1, 2, 3};
+	struct graph_view g;
+	memset(&g, 0, sizeof(g));
+	g.id_bytes = 4;
+	g.off_bytes = 4;
+	g.n = 4;
+	g.m = 4;
+	g.off_p = off;
+	g.edge_p = edges;
+	g.ctr = &ctr;
+	struct cc_state c = {.label = label};
+	walk_range(&g, NULL, &c, 0, 4, 0, 1);
+	*arcs = 0;
+	for (int v = 0; v < 4; v++) /* arcs joined: vertices no longer their own label */
+		*arcs += cc_root(label, (uint64_t)v) != (uint64_t)v;
+	const uint32_t walk_err = ctr.error;
+	ctr.error = 0;
+	uint64_t s = 0, e = 0;
+	*range_rc = gv_range(&g, 1, &s, &e);
+	assert_int_equal(ctr.error, (uint32_t)-*range_rc);
+	return walk_err;
+}
+
+static void walks_refuse_bad_offsets(void **state)
+{
+	(void)state;
+	uint64_t joined;
+	int rc;
+	static const uint32_t good[5] = {0, 1, 2, 3, 4}, unordered[5] = {0, 3, 1, 4, 4}, past_m[5] = {0, 1, 2, 3, 9},
+			      wrapped[5] = {0, 4, 4, 4, 3};
+	assert_int_equal(walk_offsets(good, &joined, &rc), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(joined, 3); /* one component: every vertex but 0 under 0 */
+	assert_int_equal(walk_offsets(unordered, &joined, &rc), EBADMSG);
+	assert_int_equal(rc, -EBADMSG); /* vertex 1: [3, 1) */
+	assert_int_equal(joined, 0);
+	assert_int_equal(walk_offsets(past_m, &joined, &rc), EBADMSG);
+	assert_int_equal(rc, 0); /* vertex 1's own list [1, 2) is fine */
+	assert_int_equal(joined, 0);
+	assert_int_equal(walk_offsets(wrapped, &joined, &rc), EBADMSG);
+	assert_int_equal(rc, 0);
+	assert_int_equal(joined, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(flatten_writes_own_label_only),
 		cmocka_unit_test(concurrent_flatten_reaches_roots),
 		cmocka_unit_test(concurrent_union_matches_sequential),
+		cmocka_unit_test(walks_refuse_bad_offsets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -342,10 +342,29 @@ cp "$k" "$W/badid.bcsr"
 import json, sys
 d = json.load(sys.stdin)
 f = open(sys.argv[1], "r+b"); f.seek(d["edges_offset"]); f.write(b"\xff" * d["edges_bytes"])' "$W/badid.bcsr"
-refuse "cc: an out-of-range neighbour id names the file" "cc: $W/badid.bcsr: a neighbour id in the edge array is out of range (>= n = 4096): the file is damaged" \
+refuse "cc: an out-of-range neighbour id names the file (and, through bam, the storage)" "cc: $W/badid.bcsr: a neighbour id read is out of range (>= n = 4096): the storage does not hold the graph as the file has it" \
   "$BAM" cc "$W/badid.bcsr"
-refuse "bfs: an out-of-range neighbour id names the file" "bfs: $W/badid.bcsr: source [0-9]*, level 0: a neighbour id in the edge array is out of range" \
+refuse "bfs: an out-of-range neighbour id names the file" "bfs: $W/badid.bcsr: source [0-9]*, level 0: a neighbour id read is out of range (>= n = 4096): the file is damaged" \
   "$BAM" bfs "$W/badid.bcsr" --sources=1 --mode=host
+# two controllers of the file back end on one file (by name, or through a hard link)
+# would overwrite each other's lines and read back the other's: refused before the run
+head -c 4M /dev/zero >"$W/media.dat"
+ln "$W/media.dat" "$W/media-link.dat"
+refuse "cc: the file back end refuses one file twice" "file: $W/media.dat and $W/media.dat are the same file" \
+  "$BAM" cc "$k" --backend=file:"$W/media.dat","$W/media.dat"
+refuse "bfs: the file back end refuses a hard link of a file it has" "file: $W/media.dat and $W/media-link.dat are the same file" \
+  "$BAM" bfs "$k" --sources=1 --backend=file:"$W/media.dat","$W/media-link.dat"
+# bam demo imports into .work/NAME.bcsr: an input there is refused, not overwritten
+mkdir -p "$W/demo/.work"
+printf '0 1\n0 2\n1 2\n' >"$W/demo/.work/tri.bcsr"
+cp "$W/demo/.work/tri.bcsr" "$W/demo/keep.txt"
+rc=0
+(cd "$W/demo" && "$BAM" demo .work/tri.bcsr --quiet --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && cmp -s "$W/demo/keep.txt" "$W/demo/.work/tri.bcsr" && grep -q "the output is the input file" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: demo refuses to import over its own input, which stays as it was"
+else
+  fail=$((fail + 1)); echo "FAIL: demo with its input at its output's name (exit $rc)"; cat "$W/out"
+fi
 json_fail "bad option value" bfs 2 "--sources=0: a count from 1 to 1048576" 1 True \
   "$BAM" bfs "$k" --sources=0 --json --quiet --target=cpu
 json_fail "bad option value before --json" cc 2 "--line-size=3: a power of two" 1 True \

@@ -59,6 +59,8 @@ struct file_ctrl {
 	int direct, rdonly, blkdev;
 	uint32_t dio_align;       /* direct I/O: alignment of buffers, lengths and offsets */
 	uint64_t ns_bytes;
+	dev_t dev, rdev;          /* what it is (fstat): no two controllers on one file */
+	ino_t ino;
 };
 
 struct file_seg {
@@ -276,6 +278,20 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "file: %s is a directory", path);
 		return -EINVAL;
+	}
+	/* Each controller needs storage of its own: two on one file (or one block device,
+	 * under any name) would overwrite each other's lines, and every read would return
+	 * what the other wrote */
+	fc->dev = st.st_dev;
+	fc->ino = st.st_ino;
+	fc->rdev = S_ISBLK(st.st_mode) ? st.st_rdev : 0;
+	for (uint32_t j = 0; j < i; j++) {
+		const struct file_ctrl *o = &fb->c[j];
+		if ((o->dev == fc->dev && o->ino == fc->ino) || (fc->rdev && o->rdev == fc->rdev)) {
+			snprintf(err, errlen, "file: %s and %s are the same %s: give each controller its own",
+				 o->path, path, fc->rdev ? "device" : "file");
+			return -EINVAL;
+		}
 	}
 	uint64_t have = 0; /* bytes the file or device holds now (0 = unknown) */
 	uint32_t lbs = 0;

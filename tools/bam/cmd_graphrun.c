@@ -335,23 +335,49 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
 }
 
 /* Say why a walk failed (e: struct gv_counters.error, a positive errno); where is ""
- * or "source S, level L: ". -ERANGE is the walk's own check that a neighbour id is < n:
- * the loader checks the offsets only, so a damaged edge array shows up here. */
-static void walk_fail(const char *alg, const char *graph, const char *where, uint32_t e, uint64_t n)
+ * or "source S, level L: ". Two are the walks' own checks of what they read: -ERANGE,
+ * a neighbour id >= n, and -EBADMSG, offsets out of order or past m (graph_kern.h,
+ * gv_offsets_bad). Outside bam mode the data came from the file (whose offsets the
+ * loader checked), so the file is damaged; through bam it came from the storage, which
+ * may also not hold what the file does (a damaged media, a back end that returns other
+ * data). -EIO through bam names the first failed command's NVMe status. */
+static void walk_fail(const char *alg, const char *graph, const char *where, uint32_t e, uint64_t n, uint64_t m,
+		      const struct gmem *gm)
 {
-	if (e == ERANGE)
-		cli_fail("%s: %s: %sa neighbour id in the edge array is out of range (>= n = %llu): the file is damaged; 'bam graph info --verify' names it\n",
-			 alg, graph, where, (unsigned long long)n);
-	else
+	const char *why = gm->ctx ? "the storage does not hold the graph as the file has it (damaged media, or a back end "
+				    "that returns other data), or the file is damaged: 'bam graph info --verify' checks the file"
+				  : "the file is damaged; 'bam graph info --verify' names it";
+	if (e == ERANGE) {
+		cli_fail("%s: %s: %sa neighbour id read is out of range (>= n = %llu): %s\n", alg, graph, where,
+			 (unsigned long long)n, why);
+	} else if (e == EBADMSG) {
+		cli_fail("%s: %s: %sthe offsets read are out of order or past the arc count (m = %llu): %s\n", alg, graph,
+			 where, (unsigned long long)m, why);
+	} else if (e == EIO && gm->ctx) {
+		/* the device's sticky record of the first failed command (struct bam_dev) */
+		struct {
+			uint32_t error, status;
+			uint64_t count;
+		} rec = {0, 0, 0};
+		const int got = !bam_mem_copy(gm->ctx, &rec, (const uint8_t *)bam_ctx_dev(gm->ctx) + offsetof(struct bam_dev, error),
+					      sizeof(rec));
+		if (got && rec.status)
+			cli_fail("%s: %s%s: the first failed command's NVMe status: %s (%llu failures recorded)\n", alg, where,
+				 bam_strerror(-(int)e), nvme_status_name((uint16_t)rec.status), (unsigned long long)rec.count);
+		else
+			cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
+	} else {
 		cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
+	}
 }
 
 /* walk_fail for BFS source src at level 'level'. */
-static void bfs_walk_fail(const char *graph, uint64_t src, uint32_t level, uint32_t e, uint64_t n)
+static void bfs_walk_fail(const char *graph, uint64_t src, uint32_t level, uint32_t e, uint64_t n, uint64_t m,
+			  const struct gmem *gm)
 {
 	char where[64];
 	snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src, level);
-	walk_fail("bfs", graph, where, e, n);
+	walk_fail("bfs", graph, where, e, n, m, gm);
 }
 
 /* Cut the edge array into ranges for BFS scan levels (--scan-ranges=edges; graph_kern.h,
@@ -395,7 +421,7 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 		cv = *gv->ctr;
 	}
 	if (!rc && cv.error) {
-		walk_fail("bfs", graph, "finding the edge ranges: ", cv.error, nv);
+		walk_fail("bfs", graph, "finding the edge ranges: ", cv.error, nv, m, gm);
 		rc = -(int)cv.error;
 	}
 	if (!rc)
@@ -868,7 +894,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				r->chunks += L.chunks;
 				b = L.b; /* the frontier buffers may have swapped */
 				if (cv.error) {
-					bfs_walk_fail(o->graph, src, b.depth ? b.depth - 1 : 0, cv.error, n);
+					bfs_walk_fail(o->graph, src, b.depth ? b.depth - 1 : 0, cv.error, n, m, &gm);
 					rc = -(int)cv.error;
 					goto out_bfs;
 				}
@@ -912,14 +938,14 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 					      * created per vertex of a small level cost more than it */
 						bam_cpu_launch(b.cur_n, b.cur_n / 8 < cpu_workers() ? (uint32_t)(b.cur_n / 8 + 1) : cpu_workers(),
 							       cpu_bfs_fn, &c);
-					bam_cpu_launch(ctr->heavy_n, cpu_workers(), cpu_chunk_fn, &c);
+					bam_cpu_launch(gv_chunks_queued(&gv), cpu_workers(), cpu_chunk_fn, &c);
 					cv = *ctr;
 				}
 				const uint32_t e = cv.error;
 				const uint64_t nn = cv.next_n;
 				r->chunks += cv.heavy_n;
 				if (e) {
-					bfs_walk_fail(o->graph, src, b.depth, e, n);
+					bfs_walk_fail(o->graph, src, b.depth, e, n, m, &gm);
 					rc = -(int)e;
 					goto out_bfs;
 				}
@@ -999,14 +1025,14 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				uint32_t w = cpu_workers();
 				struct cpu_walk cc = {&gv, NULL, &c, cpu_per(n)};
 				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_range_fn, &cc);
-				bam_cpu_launch(ctr->heavy_n, w, cpu_chunk_fn, &cc);
+				bam_cpu_launch(gv_chunks_queued(&gv), w, cpu_chunk_fn, &cc);
 				bam_cpu_launch((n + cc.per - 1) / cc.per, w, cpu_flatten_fn, &cc);
 				cv = *ctr;
 			}
 			const uint32_t e = cv.error;
 			r->chunks += cv.heavy_n;
 			if (e) {
-				walk_fail("cc", o->graph, "", e, n);
+				walk_fail("cc", o->graph, "", e, n, m, &gm);
 				rc = -(int)e;
 				break;
 			}

@@ -90,7 +90,7 @@ __global__ void GV_BOUNDS cc_kernel(struct graph_view g, struct cc_state c)
  * c is NULL */
 __device__ __forceinline__ void chunks_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
-	const uint64_t n = g->ctr ? g->ctr->heavy_n : 0; /* no counters: graph_gpu_prepare */
+	const uint64_t n = g->ctr ? gv_chunks_queued(g) : 0; /* no counters: graph_gpu_prepare */
 	for (uint64_t k = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < n;
 	     k += ((uint64_t)gridDim.x * blockDim.x) >> 5)
 		chunk_warp(g, b, c, k, threadIdx.x & 31u, 32);

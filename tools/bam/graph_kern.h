@@ -102,6 +102,14 @@ struct cc_state {
 	uint64_t *label;              /* [n] */
 };
 
+/* The chunks to walk after a level or pass: those queued, never past the queue's end
+ * (heavy_push records -EOVERFLOW there, and ctr->heavy_n counts on past it). */
+BAM_HD_INLINE uint64_t gv_chunks_queued(const struct graph_view *g)
+{
+	const uint64_t q = g->ctr->heavy_n;
+	return q < g->heavy_cap ? q : g->heavy_cap;
+}
+
 BAM_HD_INLINE void gv_fail(const struct graph_view *g, int rc)
 {
 	if (rc)
@@ -119,6 +127,16 @@ BAM_HD_INLINE int gv_failed(const struct graph_view *g)
 	f = __any_sync(0xffffffffu, f);
 #endif
 	return f;
+}
+
+/* A vertex's list [s, e) that no CSR has: s > e, or past the edge array (e > m). The
+ * loader checks the file's offsets, but through bam they come from the storage, which
+ * may not hold what the file does (a damaged media, a back end returning other data):
+ * a walk that trusted them would wrap e - s or read past the edges (and, with the long
+ * lists' chunk count made from it, run for hours). The walks record -EBADMSG. */
+BAM_HD_INLINE int gv_offsets_bad(const struct graph_view *g, uint64_t s, uint64_t e)
+{
+	return s > e || e > g->m;
 }
 
 /* Offset k of the plain offsets array (g->off_bytes wide). */
@@ -155,7 +173,10 @@ BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, 
 	if (!g->bam) {
 		*s = gv_off_plain(g, v);
 		*e = gv_off_plain(g, v + 1);
-		return 0;
+		if (!gv_offsets_bad(g, *s, *e))
+			return 0;
+		gv_fail(g, -EBADMSG);
+		return -EBADMSG;
 	}
 	/* one coalesced line acquisition for both offsets (unless v + 1 starts the next
 	 * line) */
@@ -171,6 +192,8 @@ BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, 
 			bam_array_count_accesses(g->off_a, 1);
 		else
 			rc = gv_off_read(g, v + 1, e);
+		if (!rc && gv_offsets_bad(g, *s, *e))
+			rc = -EBADMSG;
 	}
 	gv_fail(g, rc);
 	return rc;
@@ -661,6 +684,12 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 			bad = 1;
 		if (__any_sync(0xffffffffu, bad))
 			break;
+		/* lane j < cnt: vertex base + j's list [ol, the next lane's ol) */
+		const uint64_t ol_next = __shfl_down_sync(0xffffffffu, ol, 1);
+		if (__any_sync(0xffffffffu, lane < cnt && gv_offsets_bad(g, ol, ol_next))) {
+			gv_fail(g, -EBADMSG);
+			break;
+		}
 #else
 		uint32_t want = (1u << cnt) - 1;
 		if (b) {
@@ -675,6 +704,11 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 		for (uint32_t k = 0; k <= cnt && !bad; k++)
 			bad = gv_off(g, &ho, base + k, &ob[k]) != 0;
 		bam_line_put(g->off_a, &ho);
+		for (uint32_t k = 0; k < cnt && !bad; k++)
+			if (gv_offsets_bad(g, ob[k], ob[k + 1])) {
+				gv_fail(g, -EBADMSG);
+				bad = 1;
+			}
 		if (bad)
 			break;
 #endif
@@ -683,7 +717,7 @@ BAM_HD_INLINE void walk_vertices(const struct graph_view *g, struct bfs_state *b
 		uint32_t n = 0, gets = 0;
 #if BAM_ON_GPU
 		{ /* lane j: the part of vertex base + j's list in the edge range, if wanted */
-			uint64_t s = ol, e = __shfl_down_sync(0xffffffffu, ol, 1);
+			uint64_t s = ol, e = ol_next;
 			s = s > lo ? s : lo;
 			e = e < hi ? e : hi;
 			if (lane >= cnt || !(want >> lane & 1u) || s > e)
@@ -752,6 +786,10 @@ BAM_HD_INLINE void walk_part(const struct graph_view *g, struct bfs_state *b, st
  * cpu_part_fn) writes each entry once. */
 BAM_HD_INLINE void gv_part_vertex(const struct graph_view *g, uint64_t v, uint64_t s, uint64_t e)
 {
+	if (gv_offsets_bad(g, s, e)) {
+		gv_fail(g, -EBADMSG);
+		return;
+	}
 	const uint64_t E = g->part_edges;
 	for (uint64_t r = (s + E - 1) / E; r * E < e && r < g->nparts; r++)
 		g->part[r] = v;
