@@ -67,6 +67,17 @@ for args in "bfs --sources=1" "cc" "cc --line-size=4K" "bfs --sources=1 --line-s
     fail=$((fail + 1)); echo "FAIL: $args: lines '$ls' bytes, expected $want"
   fi
 done
+# the offsets array's cache priority: high for bfs, normal for cc (--offsets-priority
+# overrides either; the answer verified both ways); refused outside bam mode
+for args in "bfs --sources=2" "cc" "cc --offsets-priority=high" "bfs --sources=2 --offsets-priority=normal"; do
+  pr=$("$BAM" $args "$g" --verify --json --quiet --target=cpu | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["offsets_priority"] if d["verified"] == "yes" else "unverified")') || pr=error
+  case "$args" in bfs\ --sources=2) want=high ;; cc) want=normal ;; *high) want=high ;; *) want=normal ;; esac
+  if [ "$pr" = "$want" ]; then
+    pass=$((pass + 1)); echo "ok: $args: offsets priority $pr, verified"
+  else
+    fail=$((fail + 1)); echo "FAIL: $args: offsets priority '$pr', expected $want (verified)"
+  fi
+done
 # through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M
@@ -145,6 +156,8 @@ refuse() { # description, expected text, command...
 k=$W/kron12s.bcsr
 refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=scan
 refuse "--offset-bytes: the values are named" "expected 4, 8 or auto" "$BAM" bfs "$k" --offset-bytes=2
+refuse "--offsets-priority outside bam mode" "applies to --mode=bam only" "$BAM" bfs "$k" --mode=host --offsets-priority=high
+refuse "--offsets-priority: the values are named" "expected high or normal" "$BAM" cc "$k" --offsets-priority=max
 # 2^32 edges do not fit 4-byte offsets: a header that says so (the arrays a sparse file)
 python3 - "$W/big.bcsr" <<'PY'
 import struct, sys, zlib

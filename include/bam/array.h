@@ -6,7 +6,8 @@
  *
  * Cache: 'n_slots' lines of 'line_size' bytes in GPU memory, allocated at creation.
  * Each slot has one atomic state word: VALID, BUSY (locked for fill or eviction),
- * DIRTY, REF (clock second chance) and a 24-bit reference count. Each array keeps a
+ * DIRTY, REF (clock second chance), KEEP (a line of a high-priority array) and a 24-bit
+ * reference count. Each array keeps a
  * translation table, one 32-bit entry per line of the array: the slot holding it,
  * BAM_XLAT_NONE, or BAM_XLAT_FILLING while one thread reads it in.
  *
@@ -15,7 +16,8 @@
  *         back), use it, release (one atomic subtract).
  *   miss: CAS the entry NONE -> FILLING (the line lock); pick a victim by clock (the
  *         hand advances; REF set -> cleared, second chance; referenced or BUSY ->
- *         skipped; else CAS to BUSY); write a dirty victim back; unmap it; read the
+ *         skipped; KEEP -> passed over, up to BAM_KEEP_SKIPS per search; else CAS to
+ *         BUSY); write a dirty victim back; unmap it; read the
  *         line; publish VALID with our references, then the entry. A failed read
  *         leaves the slot empty and the entry NONE: never published.
  * Every wait is bounded: by the device's timeout (bam_dev.timeout_ns) -> -ETIMEDOUT;
@@ -40,6 +42,7 @@
 #define BAM_SLOT_REF     (1u << 28)
 #define BAM_SLOT_PINNED  (1u << 27) /* never evicted: a write-back of it timed out */
 #define BAM_SLOT_RETIRE  (1u << 26) /* with BUSY: retired (below) */
+#define BAM_SLOT_KEEP    (1u << 25) /* holds a line of a high-priority array (bam_array_opts.priority) */
 #define BAM_SLOT_CNT     0x00ffffffu
 /*
  * A slot whose fill timed out is retired: BUSY + RETIRE, holding no line; one whose
@@ -122,7 +125,7 @@ struct bam_array_dev {
 	uint32_t ctrl[BAM_MAX_CTRLS];
 	uint64_t base_lba;        /* first LBA of the array on each of its controllers */
 	uint32_t lba_shift;
-	uint32_t pad;
+	uint32_t priority;        /* 1: its lines are kept before others (BAM_SLOT_KEEP) */
 	/* counters, sharded by SM so that concurrent warps do not all hit one address;
 	 * bam_array_stats sums them */
 	struct bam_cnt_shard cnt[BAM_CNT_SHARDS];
@@ -366,6 +369,15 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 	return 0;
 }
 
+/* Slots holding lines of high-priority arrays (BAM_SLOT_KEEP) that one victim search
+ * passes over, REF clear or not, before it takes one as any other: so such lines stay
+ * cached longer, while a cache full of them still gives victims at once. (BFS's offsets
+ * array on the H200: 8 halved its line fills on cnr-2000 and made BFS through bam
+ * 2-7% faster than without; 16 kept a few more lines and was slower; results/graph.md.) */
+#ifndef BAM_KEEP_SKIPS
+#define BAM_KEEP_SKIPS 8u
+#endif
+
 /* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
  * Retired and pinned slots met on the way are given back when their command is known
  * complete; after a fruitless sweep, helping their queues' CQ heads along. A REF bit
@@ -378,7 +390,7 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
  * 8% more; results/graph.md). */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
 {
-	uint32_t iter = 0;
+	uint32_t iter = 0, kept = 0;
 	for (;;) {
 		/* sweep twice the cache: the first pass may only clear REF bits */
 		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
@@ -393,6 +405,8 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 				bam_red_and_relaxed_gpu_u32(&c->state[s], ~BAM_SLOT_REF);
 				continue;
 			}
+			if ((st & BAM_SLOT_KEEP) && kept++ < BAM_KEEP_SKIPS)
+				continue;
 			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
 				return (int64_t)s;
 		}
@@ -489,7 +503,8 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 					bam_store_relaxed_u64(&c->tag[s], BAM_TAG_NONE);
 					bam_slot_set_flags(c, (uint64_t)s, rc == -ETIMEDOUT ? BAM_SLOT_RETIRED : 0u, 0);
 				} else {
-					bam_slot_set_flags(c, (uint64_t)s, BAM_SLOT_VALID | BAM_SLOT_REF, n);
+					bam_slot_set_flags(c, (uint64_t)s,
+							   BAM_SLOT_VALID | BAM_SLOT_REF | (a->priority ? BAM_SLOT_KEEP : 0u), n);
 					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
 				}
 			}

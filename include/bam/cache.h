@@ -78,10 +78,17 @@ struct bam_array_opts {
 	uint32_t n_ctrl;        /* controllers used, from first_ctrl (0 = all of the context) */
 	uint32_t first_ctrl;
 	uint64_t base_lba;      /* first LBA on each controller (a multiple of line_size/LBA) */
+	uint32_t priority;      /* 0: normal; 1: high: the victim search passes over up to
+				 * BAM_KEEP_SKIPS of this array's cached lines before it evicts one
+				 * as any other (bam/array.h), so they stay cached longer than
+				 * normal lines under pressure; for a small array read again and
+				 * again (BFS's offsets). Not a pin: a cache full of them still
+				 * evicts. Other values: -EINVAL */
 };
 
 /* Create an array in cache c. Returns 0, -EINVAL (bad sizes; does not fit on the
- * controllers, or first_ctrl / n_ctrl outside the context's controllers), -ENOSPC (64
+ * controllers, or first_ctrl / n_ctrl outside the context's controllers; priority not 0
+ * or 1), -ENOSPC (64
  * arrays already), -ENOMEM, -EIO (the descriptor could not be copied to the target).
  * On failure the reason is in bam_ctx_error() of the cache's context and on stderr. */
 BAM_API int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct bam_array **out);

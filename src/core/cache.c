@@ -309,6 +309,10 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		cache_refuse(ctx, "an array needs at least one element");
 		return -EINVAL;
 	}
+	if (o->priority > 1) {
+		cache_refuse(ctx, "array priority %u: must be 0 (normal) or 1 (high)", o->priority);
+		return -EINVAL;
+	}
 	const uint32_t count = bam_ctx_ctrl_count(ctx);
 	if (o->first_ctrl >= count || o->n_ctrl > count - o->first_ctrl) {
 		if (o->n_ctrl)
@@ -349,6 +353,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		h->elem_shift++;
 	h->id = (uint32_t)id;
 	h->layout = o->layout;
+	h->priority = o->priority;
 	h->n_ctrl = nc;
 	h->base_lba = o->base_lba;
 	uint32_t lba_size = 0;

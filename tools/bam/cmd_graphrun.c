@@ -44,6 +44,8 @@ struct gopts {
 	uint32_t qpairs, workers;
 	uint32_t warps;       /* GPU: --warps, the most warps a walk kernel runs (0: default) */
 	uint32_t off_bytes;   /* --offset-bytes: 4 or 8 (0: auto, 4 when the edges fit) */
+	int off_prio;         /* --offsets-priority: 1 high, 0 normal, -1 the algorithm's
+			       * default (BFS high, CC normal) */
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
@@ -79,6 +81,7 @@ struct gres {
 	                       * at the arrays' size) */
 	uint32_t line;        /* bam mode: its line size */
 	uint32_t off_bytes;   /* width of one offset as the kernels read them (4 or 8) */
+	int off_prio;         /* bam mode: the offsets array's cache priority (1 high) */
 	int on_gpu;           /* the kernels ran on the GPU (else the CPU target) */
 	double setup_s;       /* cache/array creation or device upload */
 	double compute_s;     /* kernels only */
@@ -134,6 +137,11 @@ static void usage(FILE *f, const char *cmd)
 		"                     the file keeps 8: --mode=bam writes them so onto the storage,\n"
 		"                     the other modes narrow them after reading the file, in their\n"
 		"                     end-to-end time)\n"
+		"  --offsets-priority=P  --mode=bam: the offsets array's cache priority, high or\n"
+		"                     normal (default: high for bfs, whose levels read the offsets\n"
+		"                     again and again; normal for cc, which reads them once): the\n"
+		"                     cache's victim search passes over some high-priority lines\n"
+		"                     before it evicts one\n"
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
@@ -741,7 +749,11 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		}
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
 		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
-		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = ob};
+		/* BFS reads the offsets of every level's frontier: kept before the edges'
+		 * lines, which a level mostly reads once (fewer offsets fills on each
+		 * level's chain of dependent reads; results/graph.md) */
+		r->off_prio = o->off_prio >= 0 ? o->off_prio : !do_cc;
+		struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = ob, .priority = (uint32_t)r->off_prio};
 		r->cache_bytes = cache_bytes;
 		r->line = o->line;
 		double tc = cli_now();
@@ -1168,6 +1180,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			double mv = (double)(r->st_off.c.bytes_read + r->st_edge.c.bytes_read);
 			cJSON_AddNumberToObject(j, "cache_bytes", (double)r->cache_bytes);
 			cJSON_AddNumberToObject(j, "line_size", r->line);
+			cJSON_AddStringToObject(j, "offsets_priority", r->off_prio ? "high" : "normal");
 			cJSON_AddNumberToObject(j, "io_amplification", req > 0 ? mv / req : 0);
 			cJSON_AddNumberToObject(j, "bytes_read", mv);
 			cJSON_AddNumberToObject(j, "edge_hits", (double)r->st_edge.c.hits);
@@ -1222,10 +1235,12 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		printf("  end-to-end=%.3f s (read file %.3f s + place %.3f s + compute; page cache warm if recently read)\n",
 		       r->e2e_s, r->load_s, r->setup_s);
 	if (o->mode == MODE_BAM) {
-		printf("  cache: %llu bytes, %u-byte lines%s\n", (unsigned long long)r->cache_bytes, r->line,
+		printf("  cache: %llu bytes, %u-byte lines%s, offsets priority %s\n", (unsigned long long)r->cache_bytes,
+		       r->line,
 		       o->cache_bytes && o->cache_bytes < r->cache_bytes   ? " (raised to the 1 MiB minimum)"
 		       : o->cache_bytes && o->cache_bytes > r->cache_bytes ? " (capped at what the arrays hold)"
-									   : "");
+									   : "",
+		       r->off_prio ? "high" : "normal");
 		bam_array_stats_print(stdout, "offsets", &r->st_off);
 		bam_array_stats_print(stdout, "edges", &r->st_edge);
 		printf("  (accesses: elements read; hits/misses: cache lookups, one per warp group or line taken;\n"
@@ -1242,7 +1257,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
-		{"offset-bytes", 1, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -1333,6 +1348,14 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			break;
+		case 'y':
+			if (strcmp(optarg, "high") && strcmp(optarg, "normal")) {
+				cli_fail("%s: --offsets-priority=%s: expected high or normal\n", cmd, optarg);
+				return 2;
+			}
+			o->off_prio = !strcmp(optarg, "high");
+			o->bam_only = "--offsets-priority";
+			break;
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
@@ -1366,7 +1389,7 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 {
 	const char *cmd = do_cc ? "cc" : "bfs";
 	struct gopts o = {.backend = "emu", .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
-			  .timeout_ms = 10000};
+			  .timeout_ms = 10000, .off_prio = -1};
 	int rc = parse_common(argc, argv, &o, cmd);
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -1405,7 +1428,7 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 
 int bam_cmd_demo(int argc, char **argv)
 {
-	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000};
+	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000, .off_prio = -1};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: bam demo [INPUT] [options]\n"
@@ -1415,7 +1438,7 @@ int bam_cmd_demo(int argc, char **argv)
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
 			       "Options as for bam bfs: --backend --cache-size --line-size --sources --source --seed\n"
-			       "--frontier --scan-ranges --offset-bytes --target --qpairs --ctrl-workers --timeout-ms\n"
+			       "--frontier --scan-ranges --offset-bytes --offsets-priority --target --qpairs --ctrl-workers --timeout-ms\n"
 			       "--warps --json --quiet\n");
 			return 0;
 		}
