@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sizes far above the machine's memory, on the CPU target: `bam bench --array` with
 # --cache-size=1T, and emulated DRAM media of 1 TiB (emu:size=1T, or the size= an array
-# asks for), each print one line naming the size asked and the memory available and
-# exit non-zero, within seconds (nothing is allocated); `bam bfs`/`bam cc` cap the cache
+# asks for), or a cache and media that fit only one at a time, each print one line
+# naming the size asked and the memory available and exit non-zero, within seconds
+# (nothing is allocated); a cache larger than the array is capped; `bam bfs`/`bam cc` cap the cache
 # at the graph's size instead, and refuse a graph whose arrays do not fit in host memory
 # before loading it; `bam bfs` refuses a huge graph without arcs (no source) from its
 # header, one without a vertex of out-degree >= 2 from its offsets, and a --source past
@@ -50,6 +51,23 @@ capped "bfs --cache-size=1T on a small graph: capped" bfs "$W/k10.bcsr" --cache-
 capped "cc --cache-size=1T on a small graph: capped" cc "$W/k10.bcsr" --cache-size=1T --target=cpu --verify
 refused "bench --array --size=1T (the emulated media it asks for)" "bytes of DRAM media" \
   bench --array --target=cpu --size=1T --cache-size=1M
+# the cache and the media each fit in host memory but not together (each 60% of what the
+# program says is available): refused up front, not killed for memory later
+avail_gib=$("$BAM" bench --array --target=cpu --size=1T --cache-size=1M 2>&1 | sed -n 's/.* in the \([0-9.]*\) GiB of host memory available.*/\1/p' || true)
+if [ -n "$avail_gib" ]; then
+  half=$(python3 -c "print(int(float('$avail_gib') * 0.6 * 1024))")M
+  refused "bench --array --size=$half --cache-size=$half (each fits, not both)" "together" \
+    bench --array --target=cpu --size=$half --cache-size=$half
+else
+  bad "bench --array --size=1T: no 'GiB of host memory available' to size the next check from"
+fi
+# a cache larger than the array is capped at the array's lines (and said so), not taken
+if "$BAM" bench --array --target=cpu --size=1M --cache-size=256M --threads=2 --steps=100 >"$W/out" 2>&1 &&
+  grep -q "cache=1052672 (capped at the array's lines)" "$W/out"; then
+  ok "bench --array --size=1M --cache-size=256M: the cache capped at the array's lines"
+else
+  bad "bench --array --size=1M --cache-size=256M (expected exit 0 and the cache capped at 1052672 bytes)"
+fi
 refused "bfs --backend=emu:size=1T" "1099511627776" bfs "$W/k10.bcsr" --backend=emu:size=1T --target=cpu
 refused "bench --backend=emu:size=1T" "1099511627776" bench --target=cpu --backend=emu:size=1T --size=16M
 

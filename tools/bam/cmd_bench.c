@@ -52,11 +52,13 @@ static void usage(FILE *f)
 		"  --bs=SIZE          bytes per I/O, 512 to 1M, multiple of the LBA size (default 4k)\n"
 		"  --size=SIZE        region tested, over all controllers (default 1G)\n"
 		"  --runtime=SEC      run for this long (default: until --number_ios)\n"
-		"  --number_ios=N     I/Os in all (default threads * 64 when no --runtime)\n"
+		"  --number_ios=N     I/Os in all, rounded up to a multiple of --threads (default\n"
+		"                     threads * 64 when no --runtime)\n"
 		"  --iodepth=N        I/Os in flight per thread, 1 to %d (default 1)\n"
 		"  --threads=N        GPU threads / CPU-target threads (default 65536 GPU, 16 CPU)\n"
 		"  --qpairs=N         queue pairs per controller (default 128 GPU, 16 CPU)\n"
-		"  --queue-depth=N    entries per queue, power of two (default 1024 GPU, 256 CPU)\n"
+		"  --queue-depth=N    entries per queue, power of two up to 32768 (default 1024 GPU,\n"
+		"                     256 CPU)\n"
 		"  --backend=STR      e.g. emu, emu:profile=optane-p5800x,count=4 (docs/BACKENDS.md)\n"
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify=0|1       check every word of every block read (default 1)\n"
@@ -370,6 +372,22 @@ static void cmp_json(cJSON *j, const struct cmp_out *c, int on_gpu, double iops,
 	}
 }
 
+/* A failed run's reason, one line each, on stderr and kept as the JSON error message
+ * (text and --json alike): its I/O errors, timeouts and verification failures, and the
+ * comparisons' verification failures (their failed reads were said on stderr). */
+static void bench_fail_summary(const struct bench_out *res, const struct cmp_out *cmp)
+{
+	if (res->errors || res->timeouts || res->verify_fail)
+		cli_fail("bench: %llu I/O errors, %llu timeouts, %llu verification failures%s%s%s\n",
+			 (unsigned long long)res->errors, (unsigned long long)res->timeouts,
+			 (unsigned long long)res->verify_fail, res->first_status ? " (first NVMe status: " : "",
+			 res->first_status ? nvme_status_name((uint16_t)res->first_status) : "", res->first_status ? ")" : "");
+	for (int k = 0; k < 2; k++)
+		if (cmp->ran[k] && cmp->r[k].verify_fail)
+			cli_fail("bench: compare %s: %llu verification failures\n", cmp_name[k],
+				 (unsigned long long)cmp->r[k].verify_fail);
+}
+
 static void cmp_print(const struct cmp_out *c, int on_gpu, double iops, double mbps)
 {
 	printf("  compare (same files, bs, offsets and I/O count / run time; %u of %u files with O_DIRECT):\n",
@@ -430,8 +448,10 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &o.threads)) goto bad; break;
 		case 'q': if (cli_u32(optarg, 1, 65535, &o.qpairs)) goto bad; break;
 		case 'Q':
-			if (cli_u32(optarg, 2, 65536, &o.queue_depth) || (o.queue_depth & (o.queue_depth - 1))) {
-				cli_fail("bench: --queue-depth=%s: a power of two from 2 to 65536\n", optarg);
+			/* (a controller here takes at most 65535 entries per queue: CAP.MQES+1, as
+			 * bam_ctx_open checks; so 32768 is the largest power of two) */
+			if (cli_u32(optarg, 2, 32768, &o.queue_depth) || (o.queue_depth & (o.queue_depth - 1))) {
+				cli_fail("bench: --queue-depth=%s: a power of two from 2 to 32768\n", optarg);
 				return 2;
 			}
 			break;
@@ -816,14 +836,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 			cmp_json(j, &cmp, on_gpu, iops, mbps);
 		if (exit_code) {
 			/* the results, and the error object as after any failure (cli_util.h) */
-			if (res.errors || res.timeouts || res.verify_fail)
-				cli_fail_note("bench: %llu I/O errors, %llu timeouts, %llu verification failures\n",
-					      (unsigned long long)res.errors, (unsigned long long)res.timeouts,
-					      (unsigned long long)res.verify_fail);
-			for (int k = 0; k < 2; k++) /* (failed reads were said on stderr) */
-				if (cmp.ran[k] && cmp.r[k].verify_fail)
-					cli_fail_note("bench: compare %s: %llu verification failures\n", cmp_name[k],
-						      (unsigned long long)cmp.r[k].verify_fail);
+			bench_fail_summary(&res, &cmp);
 			cJSON_AddItemToObject(j, "error", cli_json_error(exit_code));
 			cli_json_printed();
 		}
@@ -858,6 +871,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		}
 		if (cmp.ran[0] || cmp.ran[1])
 			cmp_print(&cmp, on_gpu, iops, mbps);
+		if (exit_code) /* the reason on stderr too, for a script that sees only the status */
+			bench_fail_summary(&res, &cmp);
 	}
 	return exit_code;
 }

@@ -185,6 +185,32 @@ int bam_bench_array(int argc, char **argv)
 		cli_fail("bench --array: --cache-size=%s: %s\n", cache_arg, err);
 		return 1;
 	}
+	/* a cache larger than the array holds nothing more: capped at the array's lines and
+	 * one more (no less than 1 MiB), instead of taking memory it cannot use */
+	int capped = 0;
+	{
+		const uint64_t whole = (size + line - 1) / line * line + line;
+		const uint64_t cap = whole > (1u << 20) ? whole : (1u << 20);
+		if (cache_bytes > cap) {
+			cache_bytes = cap;
+			capped = 1;
+		}
+	}
+	/* the cache (host memory on the CPU target) and emulated DRAM media in host memory
+	 * each fit alone (checked above and when the emulator opens) but may not together:
+	 * refused before anything is allocated, instead of being killed for memory later */
+	{
+		const int media_host = cli_backend_media_in_memory(backend) && !cli_backend_media_gpu(backend);
+		const uint64_t c_host = tgt == BAM_TARGET_CPU ? cache_bytes : 0, m_host = media_host ? size + line : 0;
+		uint64_t avail = 0;
+		if (c_host && m_host && !bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) &&
+		    m_host <= avail && c_host + m_host > avail) { /* (media alone: the emulator says) */
+			cli_fail("bench --array: the cache (%llu bytes) and the emulated media (%llu bytes) need %.1f GiB of host memory together, more than the %.1f GiB available: give a smaller --cache-size or --size\n",
+				 (unsigned long long)c_host, (unsigned long long)m_host,
+				 (double)(c_host + m_host) / (double)(1ull << 30), (double)avail / (double)(1ull << 30));
+			return 1;
+		}
+	}
 	uint64_t n = size / 8;
 	/* hot and scan (the patterns with a working set) measure hits: one the array or
 	 * the cache cannot hold would measure something else under their names */
@@ -318,8 +344,9 @@ int bam_bench_array(int argc, char **argv)
 		free(s);
 		cJSON_Delete(j);
 	} else {
-		printf("bam bench --array: pattern=%s line=%u cache=%llu array=%llu coalesce=%s threads=%llu target=%s\n",
-		       pat_names[pattern], line, (unsigned long long)cache_bytes, (unsigned long long)size, coalesce ? "on" : "off",
+		printf("bam bench --array: pattern=%s line=%u cache=%llu%s array=%llu coalesce=%s threads=%llu target=%s\n",
+		       pat_names[pattern], line, (unsigned long long)cache_bytes,
+		       capped ? " (capped at the array's lines)" : "", (unsigned long long)size, coalesce ? "on" : "off",
 		       (unsigned long long)threads, tgt == BAM_TARGET_GPU ? "gpu" : "cpu");
 		printf("  backend: %s\n", bam_ctx_backend_desc(ctx));
 		if (pattern == AB_SCAN)
