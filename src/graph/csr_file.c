@@ -36,7 +36,7 @@ static int gr_header_check(const struct bam_graph_header *h, uint64_t file_size,
 	uint64_t n = h->n_vertices, m = h->n_edges;
 
 	if (memcmp(h->magic, BAM_GRAPH_MAGIC, BAM_GRAPH_MAGIC_LEN) != 0) {
-		gr_err(err, errlen, "%s: not a bam graph file (bad magic)", path);
+		gr_err(err, errlen, "%s: not a bam graph file (bad magic; 'bam graph import' converts edge lists, Matrix Market and LAW graphs)", path);
 		return -EINVAL;
 	}
 	if (h->version != BAM_GRAPH_VERSION) {

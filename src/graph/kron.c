@@ -146,15 +146,15 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 	if (st)
 		memset(st, 0, sizeof(*st));
 	if (!output || !p) {
-		gr_err(err, errlen, "generate: output path and parameters are required");
+		gr_err(err, errlen, "output path and parameters are required");
 		return -EINVAL;
 	}
 	if (p->scale < 1 || p->scale > 40) {
-		gr_err(err, errlen, "generate: scale %u out of range 1..40", p->scale);
+		gr_err(err, errlen, "scale %u out of range 1..40", p->scale);
 		return -EINVAL;
 	}
 	if (p->edge_factor < 1 || p->edge_factor >= (1ull << (62 - p->scale))) {
-		gr_err(err, errlen, "generate: edge factor %u out of range", p->edge_factor);
+		gr_err(err, errlen, "edge factor %u out of range", p->edge_factor);
 		return -EINVAL;
 	}
 	A = p->a;
@@ -167,7 +167,7 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 	}
 	D = 1.0 - A - B - C;
 	if (!(A > 0 && B >= 0 && C >= 0 && D > -1e-12 && A + B < 1)) {
-		gr_err(err, errlen, "generate: initiator A=%g B=%g C=%g D=%g invalid (need A > 0, B, C, D >= 0, A+B < 1, sum 1)",
+		gr_err(err, errlen, "initiator A=%g B=%g C=%g D=%g invalid (need A > 0, B, C, D >= 0, A+B < 1, sum 1)",
 		       A, B, C, D);
 		return -EINVAL;
 	}
@@ -175,7 +175,7 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 		D = 0;
 	n = 1ull << p->scale;
 	if (o && o->id_bytes == 4 && n > UINT32_MAX) {
-		gr_err(err, errlen, "generate: scale %u has %llu vertices: needs 8-byte ids", p->scale,
+		gr_err(err, errlen, "scale %u has %llu vertices: needs 8-byte ids", p->scale,
 		       (unsigned long long)n);
 		return -ERANGE;
 	}
@@ -184,7 +184,7 @@ int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 		return rc;
 	k = calloc(1, sizeof(*k));
 	if (!k) {
-		gr_err(err, errlen, "generate: out of memory");
+		gr_err(err, errlen, "out of memory");
 		gr_builder_free(&b);
 		return -ENOMEM;
 	}

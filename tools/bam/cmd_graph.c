@@ -367,7 +367,7 @@ static int cmd_generate(int argc, char **argv)
 			break;
 		case OPT_EDGE_FACTOR:
 			if (parse_u64(optarg, &v) || v < 1 || v > UINT32_MAX) {
-				fprintf(stderr, "bam graph generate: bad --edge-factor '%s'\n", optarg);
+				fprintf(stderr, "bam graph generate: --edge-factor must be 1..%u, not '%s'\n", UINT32_MAX, optarg);
 				return EXIT_USAGE;
 			}
 			p.edge_factor = (uint32_t)v;
@@ -382,6 +382,12 @@ static int cmd_generate(int argc, char **argv)
 			char tail;
 			if (sscanf(optarg, "%lf,%lf,%lf%c", &p.a, &p.b, &p.c, &tail) != 3) {
 				fprintf(stderr, "bam graph generate: --initiator wants A,B,C, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			/* (0,0,0 means "the default" to the library: given here, it is refused) */
+			if (!(p.a > 0)) {
+				fprintf(stderr, "bam graph generate: --initiator=%s: need A > 0 (0,0,0 is no initiator)\n",
+					optarg);
 				return EXIT_USAGE;
 			}
 			break;

@@ -17,7 +17,7 @@ static void usage(FILE *f)
 		   "  bfs GRAPH     breadth-first search through bam\n"
 		   "  cc GRAPH      connected components through bam\n"
 		   "  demo          the main job: import cnr-2000, BFS + CC through the emulated SSD, verify\n\n"
-		   "'bam COMMAND --help' for the options of each.\n");
+		   "'bam COMMAND --help' for the options of each; 'bam --version' for the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -30,6 +30,16 @@ int main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	const char *c = argv[1];
+	if (!strcmp(c, "--version")) {
+		printf("bam %s (%s target%s)\n", BAM_VERSION,
+#ifdef BAM_HAVE_CUDA
+		       "GPU and CPU", "s"
+#else
+		       "CPU", ""
+#endif
+		);
+		return 0;
+	}
 	/* cli_exit: under --json, a failure's error object on stdout (cli_util.h) */
 	if (!strcmp(c, "graph"))
 		return cli_exit(bam_cmd_graph(argc - 1, argv + 1));
