@@ -199,6 +199,7 @@ refuse "a back-end string of 1,040 characters" "is 1040 characters long, at most
 # emu's numbers are digits only; messages say what is wrong with a media file
 refuse "emu count with a sign" "bad value '+2' for key 'count'" "$BAM" bfs "$k" --backend=emu:count=+2
 refuse "emu err_rate nan" "bad value 'nan' for key 'err_rate'" "$BAM" bfs "$k" --backend=emu:err_rate=nan
+refuse "emu err_rate with a leading blank" "bad value ' 0.5' for key 'err_rate'" "$BAM" bfs "$k" --backend="emu:err_rate= 0.5"
 refuse "emu delay_us negative" "bad value '-5' for key 'delay_us'" "$BAM" bfs "$k" --backend=emu:delay_us=-5
 refuse "emu media file in a missing directory" "its directory does not exist" "$BAM" bfs "$k" --backend=emu:path="$W/no/dir/m.img",size=1M
 # a directory as media is a bad setting for both back ends: exit 2, said as such

@@ -61,6 +61,16 @@ if [ -n "$avail_gib" ]; then
 else
   bad "bench --array --size=1T: no 'GiB of host memory available' to size the next check from"
 fi
+# --size: whole u64 elements, at least 4096 bytes, said with the rule
+for sz in 8 4097; do
+  rc=0
+  "$BAM" bench --array --target=cpu --size=$sz >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "a multiple of 8 (u64 elements), at least 4096" "$W/out"; then
+    ok "bench --array --size=$sz: refused with the rule, exit 2"
+  else
+    bad "bench --array --size=$sz (exit $rc; expected 2 and the rule)"
+  fi
+done
 # a cache larger than the array is capped at the array's lines (and said so), not taken
 if "$BAM" bench --array --target=cpu --size=1M --cache-size=256M --threads=2 --steps=100 >"$W/out" 2>&1 &&
   grep -q "cache=1052672 (capped at the array's lines)" "$W/out"; then

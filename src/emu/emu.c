@@ -80,8 +80,12 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* A probability 0..1 as a decimal (no blanks, as for every number: docs/BACKENDS.md;
+ * strtod would skip leading ones). */
 static int parse_rate(const char *v, uint32_t *ppm)
 {
+	if (!isdigit((unsigned char)v[0]) && v[0] != '.')
+		return -EINVAL;
 	char *end;
 	double d = strtod(v, &end);
 	if (end == v || *end || !(d >= 0 && d <= 1)) /* NaN fails both */

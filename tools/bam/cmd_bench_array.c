@@ -109,7 +109,13 @@ int bam_bench_array(int argc, char **argv)
 			else if (!strcmp(optarg, "off")) coalesce = 0;
 			else goto bad;
 			break;
-		case 's': if (bam_parse_size(optarg, &size) || size < 4096) goto bad; break;
+		case 's':
+			if (bam_parse_size(optarg, &size) || size < 4096 || size % 8) {
+				cli_fail("bench --array: --size=%s: array bytes, a multiple of 8 (u64 elements), at least 4096\n",
+					 optarg);
+				return 2;
+			}
+			break;
 		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &threads)) goto bad; break;
 		case 'n': if (cli_u64(optarg, 1, 1ull << 32, &steps)) goto bad; break;
 		case 'W':
@@ -144,7 +150,8 @@ int bam_bench_array(int argc, char **argv)
 			       "  --line-size=SIZE   cache line bytes, a power of two from 512 to 64K (default 4K)\n"
 			       "  --coalesce=on|off  warp coalescing (default on; GPU only: on the CPU target a warp\n"
 			       "                     is one thread, so both settings behave the same)\n"
-			       "  --size=SIZE        array bytes, u64 elements (default 1G)\n"
+			       "  --size=SIZE        array bytes, u64 elements: a multiple of 8, at least 4096\n"
+			       "                     (default 1G)\n"
 			       "  --threads=N        default 262144 GPU, 16 CPU\n"
 			       "  --steps=N          reads per thread (default 64 GPU, 20000 CPU)\n"
 			       "  --working-set=SIZE bytes swept by --pattern=hot (default half the cache)\n"

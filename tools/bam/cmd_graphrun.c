@@ -1498,10 +1498,12 @@ int bam_cmd_demo(int argc, char **argv)
 	snprintf(outbuf, sizeof(outbuf), ".work/%s.bcsr", name);
 	const char *out = outbuf;
 	char err[512];
-	struct bam_graph_build_opts bo = {.progress = o.quiet ? NULL : stderr};
+	/* progress on stderr as bfs and cc give it: not with --quiet or --json */
+	const int progress = !o.quiet && !o.json;
+	struct bam_graph_build_opts bo = {.progress = progress ? stderr : NULL};
 	struct bam_graph_build_stats bs;
 	double t0 = cli_now();
-	if (!o.quiet)
+	if (progress)
 		fprintf(stderr, "demo: importing %s -> %s\n", input, out);
 	enum bam_graph_format fmt;
 	bam_graph_format_parse("auto", &fmt);
@@ -1517,14 +1519,14 @@ int bam_cmd_demo(int argc, char **argv)
 	target_gpu = o.target == BAM_TARGET_GPU || (o.target == BAM_TARGET_AUTO && bam_gpu_available());
 #endif
 	o.nsources = o.nsources ? o.nsources : (target_gpu ? 32 : 4);
-	if (!o.quiet)
+	if (progress)
 		fprintf(stderr, "demo: BFS from %u source%s through bam (%s)\n", o.nsources, o.nsources == 1 ? "" : "s",
 			o.backend);
 	if ((rc = run_graph(&o, 0, &rb)))
 		return rc;
 	if (!o.json)
 		print_result(&o, 0, &rb, 0);
-	if (!o.quiet)
+	if (progress)
 		fprintf(stderr, "demo: connected components through bam\n");
 	if ((rc = run_graph(&o, 1, &rcc)))
 		return rc;
