@@ -188,7 +188,7 @@ cp "$k" "$W/self.bcsr"
 refuse "emu media = the graph file" "is the graph file" "$BAM" bfs "$W/self.bcsr" --backend=emu:path="$W/self.bcsr"
 refuse "file back end = the graph file" "is the graph file" "$BAM" cc "$W/self.bcsr" --backend=file:"$W/self.bcsr"
 if cmp -s "$k" "$W/self.bcsr"; then pass=$((pass + 1)); echo "ok: the graph file is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file was changed"; fi
-refuse "media too small for the graph" "would end at byte" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
+refuse "media too small for the graph" "holds 65536 bytes, but the graph's offsets and edges need" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
 if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi
 rc=0; "$BAM" graph import "$k" -o "" >"$W/out" 2>&1 || rc=$?
 if [ "$rc" -eq 2 ] && grep -q "the output file name is empty" "$W/out"; then pass=$((pass + 1)); echo "ok: import -o with an empty name"; else fail=$((fail + 1)); echo "FAIL: import -o '' (exit $rc)"; cat "$W/out"; fi
@@ -200,6 +200,15 @@ refuse "a back-end string of 1,040 characters" "is 1040 characters long, at most
 refuse "emu count with a sign" "bad value '+2' for key 'count'" "$BAM" bfs "$k" --backend=emu:count=+2
 refuse "emu err_rate nan" "bad value 'nan' for key 'err_rate'" "$BAM" bfs "$k" --backend=emu:err_rate=nan
 refuse "emu err_rate with a leading blank" "bad value ' 0.5' for key 'err_rate'" "$BAM" bfs "$k" --backend="emu:err_rate= 0.5"
+# namespaces smaller than the arrays (k10: offsets 2 lines, edges 8): said as such, at
+# one line too few, on one controller and on two; exactly enough runs
+"$BAM" graph generate --scale 10 --edge-factor 8 --seed 3 -o "$W/k10n.bcsr" --quiet
+refuse "emu size= one line short" "controller 0 holds 36864 bytes, but the graph's offsets and edges need 40960 on each of 1" \
+  "$BAM" bfs "$W/k10n.bcsr" --sources=1 --backend=emu:size=36K
+refuse "emu size= one line short on each of 2" "controller 0 holds 16384 bytes, but the graph's offsets and edges need 20480 on each of 2" \
+  "$BAM" cc "$W/k10n.bcsr" --backend=emu:size=16K,count=2 --line-size=4K
+check "bfs on namespaces of exactly the arrays' size" "$BAM" bfs "$W/k10n.bcsr" --sources=1 --backend=emu:size=40K
+check "cc on 2 namespaces of exactly the arrays' size" "$BAM" cc "$W/k10n.bcsr" --backend=emu:size=20K,count=2 --line-size=4K
 refuse "emu delay_us negative" "bad value '-5' for key 'delay_us'" "$BAM" bfs "$k" --backend=emu:delay_us=-5
 refuse "emu media file in a missing directory" "its directory does not exist" "$BAM" bfs "$k" --backend=emu:path="$W/no/dir/m.img",size=1M
 # a directory as media is a bad setting for both back ends: exit 2, said as such

@@ -748,6 +748,23 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			goto out;
 		}
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
+		/* a size= (or a file) too small for the arrays: said as such, before the
+		 * library's own refusal of the array that does not fit. Each array takes its
+		 * lines striped over the controllers, rounded up, on each (bam_array_create) */
+		const uint32_t nk = bam_ctx_ctrl_count(gm.ctx);
+		const uint64_t off_lines = (off_total + o->line - 1) / o->line,
+			       edge_lines = ((m ? m : 1) * hdr.id_bytes + o->line - 1) / o->line,
+			       need = ((off_lines + nk - 1) / nk + (edge_lines + nk - 1) / nk) * o->line;
+		for (uint32_t c = 0; c < nk; c++) {
+			struct bam_ns_info ns;
+			if (bam_ctx_ns_info(gm.ctx, c, &ns) == 0 && ns.nlba * ns.lba_size < need) {
+				cli_fail("%s: --backend=%s: controller %u holds %llu bytes, but the graph's offsets and edges need %llu on each of %u (%u-byte lines): give a larger size= (or file), or leave size= out to size the emulated namespaces to the graph\n",
+					 do_cc ? "cc" : "bfs", o->backend, c, (unsigned long long)(ns.nlba * ns.lba_size),
+					 (unsigned long long)need, nk, o->line);
+				exit_code = 2;
+				goto out;
+			}
+		}
 		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
 		/* BFS reads the offsets of every level's frontier: kept before the edges'
 		 * lines, which a level mostly reads once (fewer offsets fills on each
