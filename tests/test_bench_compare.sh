@@ -117,8 +117,8 @@ refused "--bs=6144 on 4 KiB LBAs: the block size named" "--bs=6144 is not a mult
   --bs=6144 --size=1M --backend=emu:lba=4096 --baseline=0
 refused "--size near 2^64: too large, not a wrapped namespace" "too large for the emulated namespaces" \
   --size=18446744073709551615 --baseline=0
-refused "--array --size near 2^64: refused, not a run over an array of no lines" "too large for the emulated namespaces" \
-  --array --size=18446744073709551615 --steps=10
+refused "--array --size near 2^64 (whole u64 elements): refused, not a run over an array of no lines" "too large for the emulated namespaces" \
+  --array --size=18446744073709551608 --steps=10
 refused "GPU media on the CPU target: refused, what to use instead named" "needs the GPU target (this run is on the CPU target; use media=dram)" \
   --backend=emu:media=gpu
 refused "--array: GPU media on the CPU target" "needs the GPU target" --array --backend=emu:media=gpu --size=16M
