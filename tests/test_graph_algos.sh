@@ -6,7 +6,7 @@
 # through the file back end. With --json, failures print one JSON error object.
 set -euo pipefail
 BAM=${BAM_BIN:?BAM_BIN must point to the bam executable}
-DATA=${BAM_SHARED_DATA:-../shared/data}
+DATA=${BAM_SHARED_DATA:-${BAM_DEFAULT_SHARED_DATA:-../shared/data}}
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 pass=0

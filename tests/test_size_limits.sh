@@ -172,7 +172,7 @@ for mode in host bam; do
 done
 rc=0
 ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc2.bcsr" --source=268435456 --target=cpu) >"$W/out" 2>&1 || rc=$?
-if [ "$rc" -eq 2 ] && [ "$(cat "$W/out")" = "bfs: --source=268435456: the graph has 268435456 vertices" ]; then
+if [ "$rc" -eq 2 ] && [ "$(cat "$W/out")" = "bfs: --source=268435456: the graph has 268435456 vertices (ids 0 to 268435455)" ]; then
   ok "bfs --source=2^28 on 2^28 vertices: refused from the header, exit 2"
 else
   bad "bfs --source=2^28 on 2^28 vertices (exit $rc; expected 2)"

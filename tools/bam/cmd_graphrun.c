@@ -609,7 +609,11 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	 * out-degree >= 2, are refused from the header and the offsets too, not after the
 	 * load */
 	if (!do_cc && o->source >= 0 && (uint64_t)o->source >= n) {
-		cli_fail("bfs: --source=%lld: the graph has %llu vertices\n", (long long)o->source, (unsigned long long)n);
+		if (n)
+			cli_fail("bfs: --source=%lld: the graph has %llu vertices (ids 0 to %llu)\n", (long long)o->source,
+				 (unsigned long long)n, (unsigned long long)(n - 1));
+		else
+			cli_fail("bfs: --source=%lld: the graph has no vertices\n", (long long)o->source);
 		return 2;
 	}
 	if (!do_cc && o->source < 0) {
