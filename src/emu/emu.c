@@ -44,6 +44,8 @@ struct emu_host_ctrl {
 	int media_mmapped;        /* 1 = mmap (file or anonymous), 0 = bam_mem_alloc */
 	int fd;
 	char *created;            /* media=file: the path, if this open created the file */
+	dev_t media_dev;          /* media=file: the file (no two controllers on one) */
+	ino_t media_ino;
 	void *dev_q, *dev_db;     /* GPU allocations */
 };
 
@@ -255,6 +257,16 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			snprintf(err, errlen, "emu: media file %s is not a regular file", path);
 			return -EINVAL;
 		}
+		/* each controller's media a file of its own: two names of one file (a hard
+		 * link) would overwrite each other's lines */
+		hc->media_dev = st.st_dev;
+		hc->media_ino = st.st_ino;
+		for (uint32_t j = 0; j < i; j++)
+			if (e->c[j].fd >= 0 && e->c[j].media_dev == st.st_dev && e->c[j].media_ino == st.st_ino) {
+				snprintf(err, errlen, "emu: media files %s.%u and %s are the same file (hard links): give each controller its own",
+					 e->cfg.path, j, path);
+				return -EINVAL;
+			}
 		if (!e->cfg.size)
 			bytes = (uint64_t)st.st_size;
 		bytes -= bytes % e->cfg.lba;

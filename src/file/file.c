@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,8 @@ struct file_ctrl {
 	uint64_t ns_bytes;
 	dev_t dev, rdev;          /* what it is (fstat): no two controllers on one file */
 	ino_t ino;
+	dev_t back_dev;           /* a loop device: its backing file (else 0) */
+	ino_t back_ino;
 };
 
 struct file_seg {
@@ -285,11 +288,24 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	fc->dev = st.st_dev;
 	fc->ino = st.st_ino;
 	fc->rdev = S_ISBLK(st.st_mode) ? st.st_rdev : 0;
+	fc->back_dev = 0;
+	fc->back_ino = 0;
+	struct loop_info64 li;
+	if (fc->rdev && ioctl(fd, LOOP_GET_STATUS64, &li) == 0) { /* a loop device: over which file */
+		fc->back_dev = (dev_t)li.lo_device;
+		fc->back_ino = (ino_t)li.lo_inode;
+	}
 	for (uint32_t j = 0; j < i; j++) {
 		const struct file_ctrl *o = &fb->c[j];
-		if ((o->dev == fc->dev && o->ino == fc->ino) || (fc->rdev && o->rdev == fc->rdev)) {
-			snprintf(err, errlen, "file: %s and %s are the same %s: give each controller its own",
-				 o->path, path, fc->rdev ? "device" : "file");
+		const int same = (o->dev == fc->dev && o->ino == fc->ino) || (fc->rdev && o->rdev == fc->rdev) ||
+				 (fc->back_dev && ((o->dev == fc->back_dev && o->ino == fc->back_ino) ||
+						   (o->back_dev == fc->back_dev && o->back_ino == fc->back_ino))) ||
+				 (o->back_dev && o->back_dev == fc->dev && o->back_ino == fc->ino);
+		if (same) {
+			snprintf(err, errlen, "file: %s and %s are the same %s: give each controller its own", o->path, path,
+				 fc->back_dev || o->back_dev ? "storage (a loop device over the other)"
+				 : fc->rdev		     ? "device"
+							     : "file");
 			return -EINVAL;
 		}
 	}

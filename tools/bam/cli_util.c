@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
@@ -47,8 +50,10 @@ int cli_backend_precheck(const char *cmd, const char *given, const char *resolve
 
 static void media_add(struct cli_media *m, const char *p, size_t len, int idx)
 {
-	if (m->n == CLI_MEDIA_MAX || len >= sizeof(m->path[0]) - 8)
+	if (m->n == CLI_MEDIA_MAX || len >= sizeof(m->path[0]) - 8) {
+		m->incomplete = 1; /* (not for a string bam_ctx_open takes: 32 names at most) */
 		return;
+	}
 	char *d = m->path[m->n];
 	if (idx >= 0)
 		snprintf(d, sizeof(m->path[0]), "%.*s.%d", (int)len, p, idx);
@@ -62,6 +67,7 @@ static void media_add(struct cli_media *m, const char *p, size_t len, int idx)
 void cli_media_note(struct cli_media *m, const char *backend)
 {
 	m->n = 0;
+	m->incomplete = 0;
 	const char *colon = strchr(backend, ':');
 	if (!colon)
 		return;
@@ -98,11 +104,26 @@ void cli_media_note(struct cli_media *m, const char *backend)
 const char *cli_media_same(const struct cli_media *m, int fd)
 {
 	struct stat a, b;
+	if (m->incomplete)
+		return "(a back-end file past what could be checked)";
 	if (fstat(fd, &a))
 		return NULL;
-	for (int i = 0; i < m->n; i++)
-		if (!stat(m->path[i], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+	for (int i = 0; i < m->n; i++) {
+		if (stat(m->path[i], &b))
+			continue;
+		if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			return m->path[i];
+		/* a loop device over the graph file */
+		struct loop_info64 li;
+		int lfd = S_ISBLK(b.st_mode) ? open(m->path[i], O_RDONLY | O_CLOEXEC) : -1;
+		if (lfd >= 0) {
+			const int over = ioctl(lfd, LOOP_GET_STATUS64, &li) == 0 && (dev_t)li.lo_device == a.st_dev &&
+					 (ino_t)li.lo_inode == a.st_ino;
+			close(lfd);
+			if (over)
+				return m->path[i];
+		}
+	}
 	return NULL;
 }
 

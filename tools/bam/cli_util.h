@@ -35,10 +35,11 @@ int cli_backend_fail(const char *cmd, const char *given, int rc, const char *err
 int cli_backend_precheck(const char *cmd, const char *given, const char *resolved, const char *no_gpu);
 /* The files a back-end string names: emu's path= (PATH.0 .. PATH.{count-1} when
  * count > 1) and the file back end's paths. */
-#define CLI_MEDIA_MAX 16
+#define CLI_MEDIA_MAX 32 /* BAM_MAX_CTRLS: as many as a back end may have */
 struct cli_media {
 	int n;
-	char path[CLI_MEDIA_MAX][1040];
+	int incomplete;             /* a name could not be noted (too many, too long) */
+	char path[CLI_MEDIA_MAX][4112];
 	int created[CLI_MEDIA_MAX]; /* did not exist when noted */
 };
 /* Note the files 'backend' names and which of them do not exist yet. */

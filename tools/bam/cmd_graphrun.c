@@ -656,7 +656,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		return 1;
 	}
 	int exit_code = 1;
-	static struct cli_media media; /* (16 KiB: not on the stack) */
+	static struct cli_media media; /* (128 KiB: not on the stack) */
 	media.n = 0;
 	struct bam_csr ref = {0};
 	uint64_t *sources = NULL;
@@ -762,9 +762,11 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		for (uint32_t c = 0; c < nk; c++) {
 			struct bam_ns_info ns;
 			if (bam_ctx_ns_info(gm.ctx, c, &ns) == 0 && ns.nlba * ns.lba_size < need) {
-				cli_fail("%s: --backend=%s: controller %u holds %llu bytes, but the graph's offsets and edges need %llu on each of %u (%u-byte lines): give a larger size= (or file), or leave size= out to size the emulated namespaces to the graph\n",
+				cli_fail("%s: --backend=%s: controller %u holds %llu bytes, but the graph's offsets and edges need %llu on each of %u (%u-byte lines): %s\n",
 					 do_cc ? "cc" : "bfs", o->backend, c, (unsigned long long)(ns.nlba * ns.lba_size),
-					 (unsigned long long)need, nk, o->line);
+					 (unsigned long long)need, nk, o->line,
+					 strncmp(backend, "emu", 3) ? "give larger files or devices (or size=)"
+								    : "give a larger size=, or leave size= out to size the emulated namespaces to the graph");
 				exit_code = 2;
 				goto out;
 			}
@@ -1518,6 +1520,13 @@ int bam_cmd_demo(int argc, char **argv)
 		*dot = 0;
 	snprintf(outbuf, sizeof(outbuf), ".work/%s.bcsr", name);
 	const char *out = outbuf;
+	{ /* the import would replace its own input: refused as graph import refuses it */
+		struct stat si, so;
+		if (!stat(input, &si) && !stat(out, &so) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+			cli_fail("demo: %s: the input is the file demo imports to (%s): move or rename it\n", input, out);
+			return 2;
+		}
+	}
 	char err[512];
 	/* progress on stderr as bfs and cc give it: not with --quiet or --json */
 	const int progress = !o.quiet && !o.json;
