@@ -185,13 +185,6 @@ int bam_bench_array(int argc, char **argv)
 		threads = tgt == BAM_TARGET_GPU ? 262144 : 16;
 	if (!steps) /* enough work that thread start-up does not dominate */
 		steps = tgt == BAM_TARGET_GPU ? 64 : 20000;
-	/* a cache that cannot fit in the target's memory: refused before anything starts */
-	char err[512];
-	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
-	if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
-		cli_fail("bench --array: --cache-size=%s: %s\n", cache_arg, err);
-		return 1;
-	}
 	/* a cache larger than the array holds nothing more: capped at the array's lines and
 	 * one more (no less than 1 MiB), instead of taking memory it cannot use */
 	int capped = 0;
@@ -202,6 +195,14 @@ int bam_bench_array(int argc, char **argv)
 			cache_bytes = cap;
 			capped = 1;
 		}
+	}
+	/* a cache that cannot fit in the target's memory: refused before anything starts */
+	char err[512];
+	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
+	if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
+		cli_fail("bench --array: --cache-size=%s%s: %s\n", cache_arg, capped ? " (capped at the array's lines)" : "",
+			 err);
+		return 1;
 	}
 	/* the cache (host memory on the CPU target) and emulated DRAM media in host memory
 	 * each fit alone (checked above and when the emulator opens) but may not together:
