@@ -296,7 +296,9 @@ struct bam_graph_build_stats {
  * regular file (it is read more than once); an existing `output` must be one too (it is
  * replaced; a device, FIFO, socket, directory or symbolic link there is refused).
  * Errors (err names the file and line): -ENOENT etc. (open input), -EEXIST (an existing
- * `output` that is not a regular file), -EINVAL (input not a regular file; `output` is the input file, under
+ * `output` that is not a regular file, or one ending in '/'), -ENAMETOOLONG (`output`
+ * past PATH_MAX, or its name past NAME_MAX), -EACCES etc. (its folder cannot be written
+ * in; said before the input is read), -EINVAL (input not a regular file; `output` is the input file, under
  * any name; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
  * with the header or size line, truncated input, data after the end of a gzip stream,
  * empty input, unknown format), -ERANGE
@@ -325,8 +327,8 @@ struct bam_kron_params {
  * is byte-identical for the same parameters and options whatever o->threads and
  * o->mem_limit. Memory: 8*(n+1) bytes plus the edge buffer (o->mem_limit; one more
  * generation pass per extra buffer-full).
- * Errors: -EINVAL (parameters), -EEXIST (an existing `output` that is not a regular file,
- * as for import), -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
+ * Errors: -EINVAL (parameters), -EEXIST, -ENAMETOOLONG and -EACCES etc. for `output` as
+ * for import, -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
  */
 BAM_API int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 				    const struct bam_graph_build_opts *o,

@@ -54,7 +54,10 @@ void gr_header_finish(struct bam_graph_header *h, uint32_t flags, uint32_t offse
 uint32_t gr_header_crc(const struct bam_graph_header *h);
 
 /* An existing `output` must be a regular file: the rename would replace a device node,
- * FIFO, socket or symbolic link with a file (and fail on a directory). 0 or -EEXIST. */
+ * FIFO, socket or symbolic link with a file (and fail on a directory). Also what the
+ * rename at the end would refuse: a path past PATH_MAX or a name past NAME_MAX
+ * (-ENAMETOOLONG), a name ending in '/' (-EEXIST), a folder we cannot write in (-errno
+ * of access). 0 or those. */
 int gr_output_check(const char *output, char *err, size_t errlen);
 /* The output protocol: create an unnamed file (O_TMPFILE; tmp_path left empty) in
  * output's directory, or where that is not possible a named one, DIR/.tmp.bam.XXXXXX

@@ -204,10 +204,42 @@ void gr_header_finish(struct bam_graph_header *h, uint32_t flags, uint32_t offse
 	h->header_crc32 = gr_header_crc(h);
 }
 
+/* The directory part of path into dir (dirname's answer, "." for a bare name). */
+static void gr_dir_of(const char *path, char *dir, size_t len)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	snprintf(dir, len, "%s", dirname(tmp));
+}
+
 int gr_output_check(const char *output, char *err, size_t errlen)
 {
 	struct stat st;
+	char dir[PATH_MAX];
+	const size_t len = strlen(output);
+	const char *base = strrchr(output, '/');
 
+	/* what the rename at the end would refuse, said now rather than after the passes */
+	base = base ? base + 1 : output;
+	if (len >= PATH_MAX) {
+		gr_err(err, errlen, "the output path is %zu bytes long, past PATH_MAX (%d): give a shorter -o", len, PATH_MAX);
+		return -ENAMETOOLONG;
+	}
+	if (!*base) {
+		gr_err(err, errlen, "%s: ends in '/': give -o a file name, not a folder", output);
+		return -EEXIST;
+	}
+	if (strlen(base) > NAME_MAX) {
+		gr_err(err, errlen, "%s: the file name is %zu bytes long, past NAME_MAX (%d): give a shorter -o", output,
+		       strlen(base), NAME_MAX);
+		return -ENAMETOOLONG;
+	}
+	gr_dir_of(output, dir, sizeof(dir));
+	if (access(dir, W_OK | X_OK) != 0) {
+		const int e = errno;
+		gr_err(err, errlen, "%s: cannot write in %s: %s", output, dir, strerror(e));
+		return -e;
+	}
 	if (lstat(output, &st) != 0 || S_ISREG(st.st_mode))
 		return 0; /* absent (or unreadable: the temp file's creation will say) */
 	gr_err(err, errlen, "%s: exists and is not a regular file (%s): refusing to replace it; give another -o",
@@ -215,14 +247,6 @@ int gr_output_check(const char *output, char *err, size_t errlen)
 	       S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
 	/* its own code, not -EINVAL: the CLI tells a refused -o (exit 2) from bad input */
 	return -EEXIST;
-}
-
-/* The directory part of path into dir (dirname's answer, "." for a bare name). */
-static void gr_dir_of(const char *path, char *dir, size_t len)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	snprintf(dir, len, "%s", dirname(tmp));
 }
 
 int gr_tmp_create(const char *output, char *tmp_path, size_t tmp_len, int *fd, char *err,

@@ -493,6 +493,33 @@ static void test_not_regular_files(void **state)
 	assert_no_output();
 	unlink(lnk);
 	unlink(fifo);
+	/* the output is the input under another name (a hard link): refused, the input as
+	 * it was */
+	const char *in = tmp("self.snap"), *self = tmp("self.link");
+	FILE *f = fopen(in, "w");
+	assert_non_null(f);
+	fputs("0 1\n1 2\n", f);
+	fclose(f);
+	assert_int_equal(link(in, self), 0);
+	rc = bam_graph_import(in, self, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(err, "the output is the input file"))
+		fail_msg("message: %s", err);
+	assert_int_equal(stat(in, &st), 0);
+	assert_int_equal(st.st_size, 8);
+	/* a name past NAME_MAX and one ending in '/': refused before the input is read */
+	char longname[600];
+	snprintf(longname, sizeof(longname), "%s/%0300d", tmpdir, 7);
+	rc = bam_graph_import(in, longname, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -ENAMETOOLONG);
+	assert_non_null(strstr(err, "past NAME_MAX"));
+	char slash[300];
+	snprintf(slash, sizeof(slash), "%s/newdir/", tmpdir);
+	rc = bam_graph_import(in, slash, BAM_GRAPH_FMT_AUTO, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, -EEXIST);
+	assert_non_null(strstr(err, "ends in '/'"));
+	unlink(self);
+	unlink(in);
 }
 
 /* gzip: members may be concatenated (as `cat a.gz b.gz`); anything else after the last

@@ -239,7 +239,7 @@ static void print_summary(const char *cmd, const char *out, const struct bam_gra
  * generate's come from the options; import's -EINVAL is malformed input); 1 otherwise. */
 static int build_status(int rc, int params_einval)
 {
-	return rc == -EEXIST || (params_einval && rc == -EINVAL) ? EXIT_USAGE : 1;
+	return rc == -EEXIST || rc == -ENAMETOOLONG || (params_einval && rc == -EINVAL) ? EXIT_USAGE : 1;
 }
 
 static int cmd_import(int argc, char **argv)
@@ -384,9 +384,10 @@ static int cmd_generate(int argc, char **argv)
 				fprintf(stderr, "bam graph generate: --initiator wants A,B,C, not '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
-			/* (0,0,0 means "the default" to the library: given here, it is refused) */
-			if (!(p.a > 0)) {
-				fprintf(stderr, "bam graph generate: --initiator=%s: need A > 0 (0,0,0 is no initiator)\n",
+			/* (0,0,0 means "the default" to the library: given here, it is refused; the
+			 * library judges every other initiator) */
+			if (p.a == 0 && p.b == 0 && p.c == 0) {
+				fprintf(stderr, "bam graph generate: --initiator=%s: A=B=C=0 is no initiator (need A > 0)\n",
 					optarg);
 				return EXIT_USAGE;
 			}
