@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bam: one CLI, subcommands (bench, graph, bfs, cc). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,22 @@ static void usage(FILE *f)
 		   "'bam COMMAND --help' for the options of each; 'bam --version' for the version.\n");
 }
 
+static int dispatch(int argc, char **argv);
+
+/* The exit status, after stdout's last buffered bytes are written: results that could
+ * not be written (a full disk, a closed pipe) fail the run instead of exiting 0. */
 int main(int argc, char **argv)
+{
+	int status = dispatch(argc, argv);
+	errno = 0;
+	if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) {
+		fprintf(stderr, "bam: writing to stdout failed%s%s\n", errno ? ": " : "", errno ? strerror(errno) : "");
+		status = 1;
+	}
+	return status;
+}
+
+static int dispatch(int argc, char **argv)
 {
 	/* before any CUDA call: kernels must be loaded eagerly, since a lazy load while the
 	 * emulated controller's persistent kernel runs would wait for it forever */
@@ -31,6 +47,10 @@ int main(int argc, char **argv)
 	}
 	const char *c = argv[1];
 	if (!strcmp(c, "--version")) {
+		if (argc > 2) {
+			fprintf(stderr, "bam: --version takes no arguments ('%s')\n", argv[2]);
+			return 2;
+		}
 		printf("bam %s (%s target%s)\n", BAM_VERSION,
 #ifdef BAM_HAVE_CUDA
 		       "GPU and CPU", "s"
