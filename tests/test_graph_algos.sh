@@ -377,6 +377,25 @@ refuse "cc: the file back end refuses one file twice" "file: $W/media.dat and $W
   "$BAM" cc "$k" --backend=file:"$W/media.dat","$W/media.dat"
 refuse "bfs: the file back end refuses a hard link of a file it has" "file: $W/media.dat and $W/media-link.dat are the same file" \
   "$BAM" bfs "$k" --sources=1 --backend=file:"$W/media.dat","$W/media-link.dat"
+# emulated media files that are one file (hard links) are refused as well
+truncate -s 1M "$W/hl.0"
+ln "$W/hl.0" "$W/hl.1"
+refuse "emu: media files that are hard links of each other" "media files $W/hl.0 and $W/hl.1 are the same file" \
+  "$BAM" bfs "$k" --sources=1 --backend=emu:media=file,path="$W/hl",count=2
+# every media file of a back end of 20 controllers is checked against the graph file
+# (the 20th here), and a failed run removes all the media files it made
+cp "$k" "$W/g20.bcsr"
+ln "$W/g20.bcsr" "$W/q.19"
+refuse "emu: the graph file as the 20th controller's media" "q.19 is the graph file" \
+  "$BAM" bfs "$W/g20.bcsr" --sources=1 --backend=emu:media=file,path="$W/q",count=20,size=1M
+if cmp -s "$k" "$W/g20.bcsr"; then pass=$((pass + 1)); echo "ok: the graph file is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file was changed"; fi
+refuse "emu: 20 media files too small" "need" "$BAM" bfs "$k" --sources=1 --backend=emu:media=file,path="$W/q2",count=20,size=512
+if ls "$W"/q2.* >/dev/null 2>&1; then fail=$((fail + 1)); echo "FAIL: the failed run left media files: $(ls "$W"/q2.* | head -3)"; else pass=$((pass + 1)); echo "ok: the failed run's 20 media files are gone"; fi
+# results that cannot be written fail the run
+if [ -w /dev/full ]; then
+  rc=0; "$BAM" graph info "$k" >/dev/full 2>"$W/out" || rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "writing to stdout failed" "$W/out"; then pass=$((pass + 1)); echo "ok: output to a full device: exit 1"; else fail=$((fail + 1)); echo "FAIL: graph info >/dev/full (exit $rc)"; cat "$W/out"; fi
+fi
 # bam demo imports into .work/NAME.bcsr: an input there is refused, not overwritten
 mkdir -p "$W/demo/.work"
 printf '0 1\n0 2\n1 2\n' >"$W/demo/.work/tri.bcsr"
