@@ -191,8 +191,9 @@ BAM_API void bam_csr_free(struct bam_csr *g);
  * strict order); `source` (may be NULL) is stored truncated to 255 bytes.
  * Errors: -EINVAL (g inconsistent: bad id_bytes, offsets not monotonic or not ending at
  * n_edges, id >= n, a list not ascending, a flag contradicted by the data), -EEXIST
- * (an existing `path` that is not a regular file: not replaced), -errno of
- * open/write/fsync/rename.
+ * (an existing `path` that is not a regular file: not replaced; or `path` ending in
+ * '/'), -ENAMETOOLONG (`path` past PATH_MAX, its name past NAME_MAX), -EACCES etc. (its
+ * folder cannot be written in), -errno of open/write/fsync/linkat/rename.
  */
 BAM_API int bam_graph_write(const char *path, const struct bam_csr *g, uint32_t flags,
 			    const char *source, char *err, size_t errlen);

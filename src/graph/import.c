@@ -887,6 +887,8 @@ int bam_graph_import(const char *input, const char *output, enum bam_graph_forma
 	if (o)
 		opts = *o;
 	rc = imp_check_input(input, output, err, errlen);
+	if (!rc) /* the output said now, before the input is sampled or read */
+		rc = gr_output_check(output, err, errlen);
 	if (rc)
 		return rc;
 	if (fmt == BAM_GRAPH_FMT_AUTO) {

@@ -235,6 +235,11 @@ int gr_output_check(const char *output, char *err, size_t errlen)
 		return -ENAMETOOLONG;
 	}
 	gr_dir_of(output, dir, sizeof(dir));
+	if (strlen(dir) + 40 >= PATH_MAX) { /* room for the temporary name beside it */
+		gr_err(err, errlen, "the output's folder path is %zu bytes long, too near PATH_MAX (%d): give a shorter -o",
+		       strlen(dir), PATH_MAX);
+		return -ENAMETOOLONG;
+	}
 	if (access(dir, W_OK | X_OK) != 0) {
 		const int e = errno;
 		gr_err(err, errlen, "%s: cannot write in %s: %s", output, dir, strerror(e));
