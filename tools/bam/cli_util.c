@@ -104,8 +104,8 @@ void cli_media_note(struct cli_media *m, const char *backend)
 const char *cli_media_same(const struct cli_media *m, int fd)
 {
 	struct stat a, b;
-	if (m->incomplete)
-		return "(a back-end file past what could be checked)";
+	if (m->incomplete) /* (the caller says so first: cli_media_note's incomplete) */
+		return NULL;
 	if (fstat(fd, &a))
 		return NULL;
 	for (int i = 0; i < m->n; i++) {

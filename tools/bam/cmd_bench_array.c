@@ -188,7 +188,7 @@ int bam_bench_array(int argc, char **argv)
 	/* a cache larger than the array holds nothing more: capped at the array's lines and
 	 * one more (no less than 1 MiB), instead of taking memory it cannot use */
 	int capped = 0;
-	{
+	if (size <= UINT64_MAX - 2 * (uint64_t)line) { /* (larger: refused below as too large) */
 		const uint64_t whole = (size + line - 1) / line * line + line;
 		const uint64_t cap = whole > (1u << 20) ? whole : (1u << 20);
 		if (cache_bytes > cap) {
@@ -209,7 +209,8 @@ int bam_bench_array(int argc, char **argv)
 	 * refused before anything is allocated, instead of being killed for memory later */
 	{
 		const int media_host = cli_backend_media_in_memory(backend) && !cli_backend_media_gpu(backend);
-		const uint64_t c_host = tgt == BAM_TARGET_CPU ? cache_bytes : 0, m_host = media_host ? size + line : 0;
+		const uint64_t c_host = tgt == BAM_TARGET_CPU ? cache_bytes : 0,
+			       m_host = media_host && size <= UINT64_MAX - 2 * (uint64_t)line ? size + line : 0;
 		uint64_t avail = 0;
 		if (c_host && m_host && !bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) &&
 		    m_host <= avail && c_host + m_host > avail) { /* (media alone: the emulator says) */

@@ -352,8 +352,8 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
 static void walk_fail(const char *alg, const char *graph, const char *where, uint32_t e, uint64_t n, uint64_t m,
 		      const struct gmem *gm)
 {
-	const char *why = gm->ctx ? "the storage does not hold the graph as the file has it (damaged media, or a back end "
-				    "that returns other data), or the file is damaged: 'bam graph info --verify' checks the file"
+	const char *why = gm->ctx ? "the file is damaged ('bam graph info --verify' checks it), or the storage does not hold "
+				    "the graph as the file has it (damaged media, or a back end that returns other data)"
 				  : "the file is damaged; 'bam graph info --verify' names it";
 	if (e == ERANGE) {
 		cli_fail("%s: %s: %sa neighbour id read is out of range (>= n = %llu): %s\n", alg, graph, where,
@@ -363,15 +363,14 @@ static void walk_fail(const char *alg, const char *graph, const char *where, uin
 			 where, (unsigned long long)m, why);
 	} else if (e == EIO && gm->ctx) {
 		/* the device's sticky record of the first failed command (struct bam_dev) */
-		struct {
-			uint32_t error, status;
-			uint64_t count;
-		} rec = {0, 0, 0};
-		const int got = !bam_mem_copy(gm->ctx, &rec, (const uint8_t *)bam_ctx_dev(gm->ctx) + offsetof(struct bam_dev, error),
-					      sizeof(rec));
-		if (got && rec.status)
+		const uint8_t *d = (const uint8_t *)bam_ctx_dev(gm->ctx);
+		uint32_t status = 0;
+		uint64_t count = 0;
+		const int got = !bam_mem_copy(gm->ctx, &status, d + offsetof(struct bam_dev, error_status), sizeof(status)) &&
+				!bam_mem_copy(gm->ctx, &count, d + offsetof(struct bam_dev, n_errors), sizeof(count));
+		if (got && status)
 			cli_fail("%s: %s%s: the first failed command's NVMe status: %s (%llu failures recorded)\n", alg, where,
-				 bam_strerror(-(int)e), nvme_status_name((uint16_t)rec.status), (unsigned long long)rec.count);
+				 bam_strerror(-(int)e), nvme_status_name((uint16_t)status), (unsigned long long)count);
 		else
 			cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
 	} else {
@@ -737,6 +736,13 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		/* the media must not be the graph file (the provisioning would overwrite it);
 		 * media files this run creates are removed again if it fails */
 		cli_media_note(&media, backend);
+		if (media.incomplete) { /* (more names than any back end takes: it would refuse them) */
+			cli_fail("%s: --backend=%s: more than %d media files, or a path past PATH_MAX: at most %d controllers\n",
+				 do_cc ? "cc" : "bfs", o->backend, CLI_MEDIA_MAX, CLI_MEDIA_MAX);
+			media.n = 0;
+			exit_code = 2;
+			goto out;
+		}
 		const char *same = cli_media_same(&media, fd);
 		if (same) {
 			cli_fail("%s: --backend=%s: %s is the graph file %s itself: its media would overwrite it\n",
