@@ -426,8 +426,9 @@ static void test_array_refusals(void **state)
 
 /* Lines of a high-priority array (bam_array_opts.priority 1) stay cached while a stream
  * of normal lines passes through the cache; at priority 0 the same stream evicts them.
- * One thread, so the clock's order is fixed: the victim search passes over at most 4
- * kept slots of the 16 before it meets a normal one. */
+ * One thread, so the clock's order is fixed: a search passes over the 4 kept slots of
+ * the 16 at most twice (8 skips: the first sweep may only clear the normal slots' REF
+ * bits) before it meets a normal one, so this holds with BAM_KEEP_SKIPS >= 8. */
 static uint64_t misses_of(struct bam_array *a)
 {
 	struct bam_array_stats st;
