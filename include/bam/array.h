@@ -370,7 +370,8 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 }
 
 /* Slots holding lines of high-priority arrays (BAM_SLOT_KEEP) that one victim search
- * passes over, REF clear or not, before it takes one as any other: so such lines stay
+ * passes over once their REF bit is clear (a set one is cleared first, the second chance
+ * every line has), before it takes one as any other: so such lines stay
  * cached longer, while a cache full of them still gives victims at once. (BFS's offsets
  * array on the H200: 8 halved its line fills on cnr-2000 and made BFS through bam
  * 2-7% faster than without; 16 kept a few more lines and was slower; results/graph.md.) */
