@@ -47,36 +47,32 @@ for ob in 4 8; do
   check "bfs $(basename "$g") host --offset-bytes=$ob" "$BAM" bfs "$g" --mode=host --offset-bytes=$ob --sources=2
   check "cc $(basename "$g") host --offset-bytes=$ob" "$BAM" cc "$g" --mode=host --offset-bytes=$ob
 done
-for args in "" "--offset-bytes=auto" "--offset-bytes=8"; do
-  ob=$("$BAM" bfs "$g" $args --sources=1 --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["offset_bytes"])') || ob=error
-  want=4; [ "$args" = "--offset-bytes=8" ] && want=8
-  if [ "$ob" = "$want" ]; then
-    pass=$((pass + 1)); echo "ok: bfs ${args:-(default)}: offsets $ob bytes"
+# json_is DESCRIPTION EXPR WANT COMMAND...: the run's JSON as d; EXPR (python) must print WANT
+json_is() {
+  local d=$1 expr=$2 want=$3 got; shift 3
+  got=$("$@" --json --quiet --target=cpu | python3 -c "import json,sys; d=json.load(sys.stdin); print($expr)") || got=error
+  if [ "$got" = "$want" ]; then
+    pass=$((pass + 1)); echo "ok: $d: $got"
   else
-    fail=$((fail + 1)); echo "FAIL: bfs ${args:-(default)}: offsets '$ob' bytes, expected $want"
+    fail=$((fail + 1)); echo "FAIL: $d: '$got', expected $want"
   fi
+}
+for args in "" "--offset-bytes=auto" "--offset-bytes=8"; do
+  want=4; [ "$args" = "--offset-bytes=8" ] && want=8
+  json_is "bfs ${args:-(default)}: offset bytes" 'd["offset_bytes"]' $want "$BAM" bfs "$g" $args --sources=1
 done
 # default line sizes: 4 KiB for bfs, 8 KiB for cc (its one pass reads the edge array in
 # order); --line-size overrides either
 for args in "bfs --sources=1" "cc" "cc --line-size=4K" "bfs --sources=1 --line-size=8K"; do
-  ls=$("$BAM" $args "$g" --json --quiet --target=cpu | python3 -c 'import json,sys; print(json.load(sys.stdin)["line_size"])') || ls=error
   case "$args" in bfs\ --sources=1) want=4096 ;; cc) want=8192 ;; *4K) want=4096 ;; *) want=8192 ;; esac
-  if [ "$ls" = "$want" ]; then
-    pass=$((pass + 1)); echo "ok: $args: $ls-byte lines"
-  else
-    fail=$((fail + 1)); echo "FAIL: $args: lines '$ls' bytes, expected $want"
-  fi
+  json_is "$args: line bytes" 'd["line_size"]' $want "$BAM" $args "$g"
 done
 # the offsets array's cache priority: high for bfs, normal for cc (--offsets-priority
 # overrides either; the answer verified both ways); refused outside bam mode
 for args in "bfs --sources=2" "cc" "cc --offsets-priority=high" "bfs --sources=2 --offsets-priority=normal"; do
-  pr=$("$BAM" $args "$g" --verify --json --quiet --target=cpu | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["offsets_priority"] if d["verified"] == "yes" else "unverified")') || pr=error
   case "$args" in bfs\ --sources=2) want=high ;; cc) want=normal ;; *high) want=high ;; *) want=normal ;; esac
-  if [ "$pr" = "$want" ]; then
-    pass=$((pass + 1)); echo "ok: $args: offsets priority $pr, verified"
-  else
-    fail=$((fail + 1)); echo "FAIL: $args: offsets priority '$pr', expected $want (verified)"
-  fi
+  json_is "$args: offsets priority, verified" 'd["offsets_priority"] if d["verified"] == "yes" else "unverified"' $want \
+    "$BAM" $args "$g" --verify
 done
 # through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2

@@ -131,15 +131,19 @@ with open(sys.argv[1], "wb") as f:
 PY
 cap=:
 if (ulimit -v 1048576 && exec "$BAM" --help) >/dev/null 2>&1; then cap="ulimit -v 1048576"; fi
+# no_source FILE DESCRIPTION MESSAGE MODE: bfs under the cap exits 1 with MESSAGE alone
+no_source() {
+  local rc=0
+  ($cap && exec timeout 60 "$BAM" bfs "$1" --mode=$4 --target=cpu) >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(cat "$W/out")" = "$3" ]; then
+    ok "bfs --mode=$4, $2: no source, exit 1"
+  else
+    bad "bfs --mode=$4, $2 (exit $rc; expected 1 and: $3)"
+  fi
+}
 nosrc="bfs: no vertex with at least two out-neighbours to start from: give one with --source=V ($W/nosrc.bcsr has 0 arcs)"
 for mode in host bam; do
-  rc=0
-  ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc.bcsr" --mode=$mode --target=cpu) >"$W/out" 2>&1 || rc=$?
-  if [ "$rc" -eq 1 ] && [ "$(cat "$W/out")" = "$nosrc" ]; then
-    ok "bfs --mode=$mode, 2^31 vertices without arcs: no source, exit 1"
-  else
-    bad "bfs --mode=$mode, 2^31 vertices without arcs (exit $rc; expected 1 and: $nosrc)"
-  fi
+  no_source "$W/nosrc.bcsr" "2^31 vertices without arcs" "$nosrc" $mode
   rc=0
   ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc.bcsr" --mode=$mode --target=cpu --json) >"$W/out" 2>/dev/null || rc=$?
   if [ "$rc" -eq 1 ] && python3 -c '
@@ -170,13 +174,7 @@ with open(sys.argv[1], "wb") as f:
 PY
 nosrc2="bfs: no vertex with at least two out-neighbours to start from: give one with --source=V (no vertex of $W/nosrc2.bcsr has more than one out-arc)"
 for mode in host bam; do
-  rc=0
-  ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc2.bcsr" --mode=$mode --target=cpu) >"$W/out" 2>&1 || rc=$?
-  if [ "$rc" -eq 1 ] && [ "$(cat "$W/out")" = "$nosrc2" ]; then
-    ok "bfs --mode=$mode, 2^28 vertices, 2 arcs of different vertices: no source, exit 1"
-  else
-    bad "bfs --mode=$mode, 2^28 vertices, 2 arcs of different vertices (exit $rc; expected 1 and: $nosrc2)"
-  fi
+  no_source "$W/nosrc2.bcsr" "2^28 vertices, 2 arcs of different vertices" "$nosrc2" $mode
 done
 rc=0
 ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc2.bcsr" --source=268435456 --target=cpu) >"$W/out" 2>&1 || rc=$?

@@ -1278,6 +1278,18 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 	printf("  verified: %s\n", r->verified > 0 ? "yes, equal to the CPU reference" : r->verified < 0 ? "NO: MISMATCH" : "not checked (--verify)");
 }
 
+/* The value of a two-valued option --NAME: 0 for a, 1 for b; -1 for anything else (said,
+ * as "expected a or b"). */
+static int opt_pick2(const char *cmd, const char *name, const char *arg, const char *a, const char *b)
+{
+	if (!strcmp(arg, a))
+		return 0;
+	if (!strcmp(arg, b))
+		return 1;
+	cli_fail("%s: --%s=%s: expected %s or %s\n", cmd, name, arg, a, b);
+	return -1;
+}
+
 static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 {
 	static const struct option lo[] = {
@@ -1352,21 +1364,19 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		}
 		case 'T': o->level_trace = 1; o->bfs_only = "--level-trace"; break;
 		case 'P':
-			if (strcmp(optarg, "device") && strcmp(optarg, "host")) {
-				cli_fail("%s: --level-loop=%s: expected device or host\n", cmd, optarg);
+			if (opt_pick2(cmd, "level-loop", optarg, "device", "host") < 0)
 				return 2;
-			}
 			o->level_loop = optarg;
 			o->bfs_only = "--level-loop";
 			break;
-		case 'R':
-			if (strcmp(optarg, "edges") && strcmp(optarg, "vertices")) {
-				cli_fail("%s: --scan-ranges=%s: expected edges or vertices\n", cmd, optarg);
+		case 'R': {
+			const int pick = opt_pick2(cmd, "scan-ranges", optarg, "edges", "vertices");
+			if (pick < 0)
 				return 2;
-			}
-			o->edge_ranges = !strcmp(optarg, "edges");
+			o->edge_ranges = pick == 0;
 			o->bfs_only = "--scan-ranges";
 			break;
+		}
 		case 'O':
 			if (!strcmp(optarg, "auto"))
 				o->off_bytes = 0;
@@ -1377,14 +1387,14 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			}
 			break;
-		case 'y':
-			if (strcmp(optarg, "high") && strcmp(optarg, "normal")) {
-				cli_fail("%s: --offsets-priority=%s: expected high or normal\n", cmd, optarg);
+		case 'y': {
+			const int pick = opt_pick2(cmd, "offsets-priority", optarg, "high", "normal");
+			if (pick < 0)
 				return 2;
-			}
-			o->off_prio = !strcmp(optarg, "high");
+			o->off_prio = pick == 0;
 			o->bam_only = "--offsets-priority";
 			break;
+		}
 		case 'v': o->verify = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
