@@ -304,6 +304,17 @@ else
   fail=$((fail + 1)); echo "FAIL: graph info of a graph without vertices"; cat "$W/out"
 fi
 refuse "--level-loop on the CPU target" "bfs: --level-loop applies to the GPU target" "$BAM" bfs "$k" --level-loop=host
+# an unknown option: exit 2, the option named, and one usage line (not the whole help,
+# which would scroll the error away)
+for c in bfs cc bench demo; do
+  rc=0; "$BAM" $c "$k" --no-such-option >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 2 ] && grep -q -- "--no-such-option" "$W/out" && grep -q "all options: bam $c --help" "$W/out" &&
+    [ "$(wc -l <"$W/out")" -le 2 ]; then
+    pass=$((pass + 1)); echo "ok: $c names an unknown option in two lines (exit 2)"
+  else
+    fail=$((fail + 1)); echo "FAIL: $c with an unknown option (exit $rc)"; cat "$W/out"
+  fi
+done
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"
@@ -433,7 +444,7 @@ json_fail "bad back-end value (bench)" bench 2 "bench: --backend=emu:profile=non
   "$BAM" bench --backend=emu:profile=none --threads=2 --number_ios=4 --json --target=cpu
 json_fail "back-end file missing" bfs 1 "bfs: --backend=file:$W/none.img: file: $W/none.img: No such file or directory" 1 True \
   "$BAM" bfs "$k" --backend=file:"$W/none.img" --json --quiet --target=cpu
-json_fail "back end refused by the cache (line < LBA): the reason in the message" bfs 1 "line size 512 is not a multiple of controller 0's LBA size 4096" 0 "'line size 512 is not a multiple' in err" \
+json_fail "back end refused by the cache (line < LBA): the reason in the message" bfs 2 "line size 512 is not a multiple of controller 0's LBA size 4096" 0 "'line size 512 is not a multiple' in err" \
   "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512 --json --quiet --target=cpu
 json_fail "every read fails (emu err_rate=1)" bfs 1 "I/O error" 1 True \
   "$BAM" bfs "$k" --backend=emu:err_rate=1 --sources=1 --json --quiet --target=cpu

@@ -482,7 +482,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
 				      argv[optind - 1]);
-			usage(stderr);
+			fprintf(stderr, "usage: bam bench [options]     (all options: bam bench --help)\n");
 			return 2;
 		bad:
 			cli_fail("bench: bad value '%s' for %s (bam bench --help)\n", optarg, argv[optind - 1]);

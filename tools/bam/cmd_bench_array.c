@@ -163,6 +163,7 @@ int bam_bench_array(int argc, char **argv)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bench --array: bad option '%s': unknown, ambiguous or missing its value "
 				      "(bam bench --array --help)\n", argv[optind - 1]);
+			fprintf(stderr, "usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
 			return 2;
 		bad:
 			cli_fail("bench --array: bad value '%s' for %s (bam bench --array --help)\n", optarg, argv[optind - 1]);

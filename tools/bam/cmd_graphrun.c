@@ -790,6 +790,9 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			/* the library said why on stderr; the JSON message gets it too */
 			cli_fail_note("%s: creating the cache and the offsets array failed: %s: %s\n",
 				      do_cc ? "cc" : "bfs", bam_strerror(rc), bam_ctx_error(gm.ctx));
+			if (rc == -EINVAL) /* options that do not go together (--line-size against the
+					    * back end's LBA size): refused, as other bad options are */
+				exit_code = 2;
 			goto out;
 		}
 		struct bam_array_opts ae = {.n_elems = m ? m : 1, .elem_size = hdr.id_bytes, .base_lba = bam_array_end_lba(aoff)};
@@ -1411,10 +1414,9 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("%s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
 				      argv[optind - 1], cmd);
-			if (strcmp(cmd, "demo"))
-				usage(stderr, cmd);
-			else
-				fprintf(stderr, "usage: bam demo [INPUT] [options]     (bam demo --help)\n");
+			/* the one line, not the whole usage: the error would scroll away */
+			fprintf(stderr, "usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
+				strcmp(cmd, "demo") ? "GRAPH" : "[INPUT]", cmd);
 			return 2;
 		bad:
 			cli_fail("%s: bad value '%s' for %s\n", cmd, optarg, argv[optind - 1]);
