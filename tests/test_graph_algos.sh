@@ -74,6 +74,14 @@ for args in "bfs --sources=2" "cc" "cc --offsets-priority=high" "bfs --sources=2
   json_is "$args: offsets priority, verified" 'd["offsets_priority"] if d["verified"] == "yes" else "unverified"' $want \
     "$BAM" $args "$g" --verify
 done
+# --scan-fraction moves auto's threshold: 1 scans only a frontier of all n vertices (so
+# every level here is a queue level), 1048576 scans every level of this graph; verified
+for f in 1 256 1048576; do
+  case $f in 1) want="0 yes" ;; 1048576) want="all yes" ;; *) want="some yes" ;; esac
+  json_is "bfs --scan-fraction=$f: scan levels, verified" \
+    '("0" if d["levels_scan"] == 0 else "all" if d["levels_queue"] == 0 else "some") + " " + d["verified"]' "$want" \
+    "$BAM" bfs "$g" --sources=2 --verify --scan-fraction=$f
+done
 # through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M

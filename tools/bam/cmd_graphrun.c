@@ -48,6 +48,8 @@ struct gopts {
 			       * default (BFS high, CC normal) */
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
+	uint64_t scan_fraction; /* BFS, auto: scan when the frontier holds >= n/scan_fraction
+				 * vertices (--scan-fraction; 0: SCAN_FRACTION) */
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	const char *level_loop; /* BFS on the GPU: --level-loop as given, "device" or "host"
 				 * (NULL: not given, the device loop) */
@@ -155,7 +157,8 @@ static void usage(FILE *f, const char *cmd)
 					  "                     by the level before, in discovery order), scan (the level\n"
 					  "                     array in vertex order: edges read in order, but every level\n"
 					  "                     reads all n levels, slow on long thin graphs) or auto\n"
-					  "                     (default: scan when the frontier holds >= n/256 vertices)\n"
+					  "                     (default: scan when the frontier holds >= n/F vertices)\n"
+					  "  --scan-fraction=F  auto's threshold above, 1 to 1048576 (default 256)\n"
 					  "  --level-trace      per level of the first source: frontier size, how it was\n"
 					  "                     found, time and (--mode=bam) line fills, on stderr even\n"
 					  "                     with --quiet (JSON: level_trace, level_trace_source); the\n"
@@ -906,7 +909,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		void *dloop = NULL;
 		const uint64_t scan_min = o->frontier == FRONTIER_SCAN	    ? 0
 					  : o->frontier == FRONTIER_QUEUE ? UINT64_MAX
-									  : n / SCAN_FRACTION;
+									  : n / (o->scan_fraction ? o->scan_fraction : SCAN_FRACTION);
 #ifdef BAM_HAVE_CUDA
 		const int host_loop = o->level_loop && !strcmp(o->level_loop, "host");
 		if (gm.gpu && !host_loop && !o->level_trace && (rc = graph_gpu_bfs_loop_create(&gv, &dloop))) {
@@ -1179,6 +1182,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 		} else {
 			cJSON_AddNumberToObject(j, "max_levels", r->levels_max);
 			cJSON_AddStringToObject(j, "frontier", frontier_names[o->frontier]);
+			cJSON_AddNumberToObject(j, "scan_fraction", (double)(o->scan_fraction ? o->scan_fraction : SCAN_FRACTION));
 			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 			cJSON_AddStringToObject(j, "level_loop", r->level_loop ? r->level_loop : "host");
@@ -1300,6 +1304,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"sources", 1, 0, 'n'}, {"source", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"target", 1, 0, 'g'},
 		{"verify", 0, 0, 'v'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'}, {"qpairs", 1, 0, 'Q'},
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
+		{"scan-fraction", 1, 0, 'x'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
 		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
@@ -1365,6 +1370,10 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			o->bfs_only = "--frontier";
 			break;
 		}
+		case 'x':
+			if (cli_u64(optarg, 1, 1048576, &o->scan_fraction)) goto bad;
+			o->bfs_only = "--scan-fraction";
+			break;
 		case 'T': o->level_trace = 1; o->bfs_only = "--level-trace"; break;
 		case 'P':
 			if (opt_pick2(cmd, "level-loop", optarg, "device", "host") < 0)
@@ -1479,7 +1488,7 @@ int bam_cmd_demo(int argc, char **argv)
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
 			       "Options as for bam bfs: --backend --cache-size --line-size --sources --source --seed\n"
-			       "--frontier --scan-ranges --offset-bytes --offsets-priority --target --qpairs --ctrl-workers --timeout-ms\n"
+			       "--frontier --scan-fraction --scan-ranges --offset-bytes --offsets-priority --target --qpairs --ctrl-workers --timeout-ms\n"
 			       "--warps --json --quiet\n");
 			return 0;
 		}
