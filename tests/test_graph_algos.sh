@@ -323,6 +323,21 @@ for c in bfs cc bench demo; do
     fail=$((fail + 1)); echo "FAIL: $c with an unknown option (exit $rc)"; cat "$W/out"
   fi
 done
+# media files that do not exist yet: the refusal says the size= that creates them large
+# enough, and it is exact (the run with it verifies; 4 KiB less is refused, exit 2)
+hint=$("$BAM" cc "$k" --backend=file:$W/new1.img,$W/new2.img --target=cpu 2>&1 |
+  sed -n 's/.*needs [0-9]* bytes on each of 2 controllers.*: size=\([0-9]*\) creates the media files.*/\1/p' || true)
+rc_small=0; rc_ok=0
+if [ -n "$hint" ]; then
+  "$BAM" cc "$k" --backend=file:$W/new1.img,$W/new2.img,size=$((hint - 4096)) --target=cpu --quiet >"$W/out" 2>&1 || rc_small=$?
+  "$BAM" cc "$k" --backend=file:$W/new1.img,$W/new2.img,size=$hint --target=cpu --quiet --verify >>"$W/out" 2>&1 || rc_ok=$?
+fi
+if [ -n "$hint" ] && [ "$rc_small" -eq 2 ] && [ "$rc_ok" -eq 0 ]; then
+  pass=$((pass + 1)); echo "ok: missing media files: the size= hint ($hint) is the least that runs"
+else
+  fail=$((fail + 1)); echo "FAIL: missing media files' size= hint '$hint' (exit $rc_small with 4 KiB less, $rc_ok with it)"; cat "$W/out"
+fi
+rm -f "$W/new1.img" "$W/new2.img"
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"

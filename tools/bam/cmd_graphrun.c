@@ -758,6 +758,18 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 					  .ctrl_workers = o->workers};
 		if ((rc = bam_ctx_open(backend, &co, &gm.ctx, err, sizeof(err)))) {
 			exit_code = cli_backend_fail(do_cc ? "cc" : "bfs", o->backend, rc, err);
+			if (strstr(err, "(give size= to create it)")) {
+				/* a media file to create (emu's media=file or the file back end; the
+				 * latter says -EIO): say how large, what the check below wants */
+				const uint32_t kk = !strncmp(backend, "file", 4) && media.n ? (uint32_t)media.n : k;
+				const uint64_t ol = (off_total + o->line - 1) / o->line,
+					       el = ((m ? m : 1) * hdr.id_bytes + o->line - 1) / o->line,
+					       per = ((ol + kk - 1) / kk + (el + kk - 1) / kk) * o->line;
+				cli_fail("%s: this graph needs %llu bytes on each of %u controllers (%u-byte lines): "
+					 "size=%llu creates the media files at that size\n",
+					 do_cc ? "cc" : "bfs", (unsigned long long)per, kk, o->line,
+					 (unsigned long long)((per + 4095) / 4096 * 4096));
+			}
 			goto out;
 		}
 		snprintf(r->backend_desc, sizeof(r->backend_desc), "%s", bam_ctx_backend_desc(gm.ctx));
