@@ -64,10 +64,14 @@ struct gopts {
  * vertex order (graph_kern.h, walk_range). auto: scan when the frontier holds at least
  * 1/SCAN_FRACTION of the vertices: reading the level array then costs less than the
  * random order of a queue costs the cache, whose lines are fetched once per frontier
- * vertex instead of about once per level. */
+ * vertex instead of about once per level. 64 (--scan-fraction): on the H200, against 256
+ * (the default until then), as fast or faster in every mode on cnr-2000,
+ * uk-2007-05-100000 and a scale-22 Kronecker graph: through bam 0-2.5%, host mode 0-8%,
+ * gpu mode 3-10%; 16 made host and gpu mode faster still on the real graphs but BFS
+ * through bam of cnr-2000 8% slower (results/graph.md, sixteenth session). */
 enum { FRONTIER_AUTO, FRONTIER_QUEUE, FRONTIER_SCAN };
 static const char *const frontier_names[] = {"auto", "queue", "scan"};
-#define SCAN_FRACTION 256u
+#define SCAN_FRACTION 64u
 
 /* One BFS level of the first source (--level-trace). */
 struct level_rec {
@@ -158,7 +162,7 @@ static void usage(FILE *f, const char *cmd)
 					  "                     array in vertex order: edges read in order, but every level\n"
 					  "                     reads all n levels, slow on long thin graphs) or auto\n"
 					  "                     (default: scan when the frontier holds >= n/F vertices)\n"
-					  "  --scan-fraction=F  auto's threshold above, 1 to 1048576 (default 256)\n"
+					  "  --scan-fraction=F  auto's threshold above, 1 to 1048576 (default 64)\n"
 					  "  --level-trace      per level of the first source: frontier size, how it was\n"
 					  "                     found, time and (--mode=bam) line fills, on stderr even\n"
 					  "                     with --quiet (JSON: level_trace, level_trace_source); the\n"
