@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include "bam/bam.h"
+#include "bam/backend.h"
 #include "bam/dev.h"
 
 static struct bam_ctx *open_ctx_q(const char *spec, uint64_t timeout_ms, uint32_t qpairs, uint32_t depth)
@@ -384,6 +385,69 @@ static void test_bad_backend_strings(void **state)
 		assert_int_equal(rc, -ENODEV);
 }
 
+/* bam_backend_media: the files a back-end string's open would take, as its own parser
+ * reads the string (a tool's second parser once missed count=0x2 and path tokens with
+ * '=', and let the graph file be overwritten as media) */
+struct media_list {
+	int n;
+	char p[8][64];
+};
+
+static int media_collect(void *arg, const char *path)
+{
+	struct media_list *m = arg;
+	if (m->n == 8)
+		return -ENOSPC;
+	snprintf(m->p[m->n++], sizeof(m->p[0]), "%s", path);
+	return 0;
+}
+
+static void test_backend_media_paths(void **state)
+{
+	(void)state;
+	char err[512];
+	struct media_list m;
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(bam_backend_media("emu:path=web,count=0x3,size=16M", media_collect, &m, err, sizeof(err)), 0);
+	assert_int_equal(m.n, 3);
+	assert_string_equal(m.p[0], "web.0");
+	assert_string_equal(m.p[2], "web.2");
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(bam_backend_media("emu:media=file,path=one.img,size=1M", media_collect, &m, err, sizeof(err)), 0);
+	assert_int_equal(m.n, 1);
+	assert_string_equal(m.p[0], "one.img");
+	/* in-memory media: no files */
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(bam_backend_media("emu:count=4", media_collect, &m, err, sizeof(err)), 0);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(bam_backend_media("emu", media_collect, &m, err, sizeof(err)), 0);
+	assert_int_equal(m.n, 0);
+	/* the file back end: bare tokens, path=, a token with '=' after a '/', and one
+	 * whose value is empty are all paths; options are not */
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(bam_backend_media("file:a.img,path=b,c=1,./d=3.img,e.img=,size=1M,lba=4096", media_collect, &m,
+					   err, sizeof(err)),
+			 -EINVAL); /* c=1: an unknown key */
+	assert_non_null(strstr(err, "unknown key 'c'"));
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(bam_backend_media("file:a.img,path=b,./d=3.img,e.img=,size=1M,lba=4096", media_collect, &m, err,
+					   sizeof(err)),
+			 0);
+	assert_int_equal(m.n, 4);
+	assert_string_equal(m.p[0], "a.img");
+	assert_string_equal(m.p[1], "b");
+	assert_string_equal(m.p[2], "./d=3.img");
+	assert_string_equal(m.p[3], "e.img");
+	/* the callback's refusal stops the walk and is returned */
+	memset(&m, 0, sizeof(m));
+	m.n = 8;
+	assert_int_equal(bam_backend_media("file:a,b", media_collect, &m, err, sizeof(err)), -ENOSPC);
+	/* unknown back ends and bad strings as bam_backend_check; err may be NULL */
+	assert_int_equal(bam_backend_media("nosuch:x", media_collect, &m, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown back end 'nosuch'"));
+	assert_int_equal(bam_backend_media("emu:media=file", media_collect, &m, NULL, 0), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_fault_media_error),  cmocka_unit_test(test_fault_error_rate),
 		cmocka_unit_test(test_fault_timeouts),     cmocka_unit_test(test_late_completion_discarded),
 		cmocka_unit_test(test_bad_backend_strings),
+		cmocka_unit_test(test_backend_media_paths),
 		cmocka_unit_test(test_credit_wait_bounded_by_progress),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

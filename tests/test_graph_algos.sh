@@ -200,7 +200,25 @@ if [ -e "$W/none.img" ]; then fail=$((fail + 1)); echo "FAIL: the refused media 
 cp "$k" "$W/self.bcsr"
 refuse "emu media = the graph file" "is the graph file" "$BAM" bfs "$W/self.bcsr" --backend=emu:path="$W/self.bcsr"
 refuse "file back end = the graph file" "is the graph file" "$BAM" cc "$W/self.bcsr" --backend=file:"$W/self.bcsr"
-if cmp -s "$k" "$W/self.bcsr"; then pass=$((pass + 1)); echo "ok: the graph file is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file was changed"; fi
+# the back end's own parser names the media (a second parser in the tool read count=0x2
+# as 0 and took path tokens holding '=' for options: the graph was overwritten, exit 0)
+cp "$k" "$W/self.1"
+refuse2 "emu media with a hex count: the graph file as controller 1's" "self.1 is the graph file" \
+  "$BAM" cc "$W/self.1" --backend=emu:path="$W/self",count=0x2,size=16M
+cp "$k" "$W/c=3.bcsr"
+refuse2 "file back end: a path holding '=' after a '/'" "is the graph file" "$BAM" cc "$W/c=3.bcsr" --backend="file:$W/c=3.bcsr"
+refuse2 "file back end: a path token ending in '='" "is the graph file" "$BAM" bfs "$W/self.bcsr" --sources=2 --backend="file:$W/self.bcsr="
+for f in self.bcsr self.1 c=3.bcsr; do
+  if cmp -s "$k" "$W/$f"; then pass=$((pass + 1)); echo "ok: the graph file $f is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file $f was changed"; fi
+done
+if [ -e "$W/self.0" ]; then fail=$((fail + 1)); echo "FAIL: the refused run left media file self.0"; else pass=$((pass + 1)); echo "ok: the refused run left no media file"; fi
+# demo: nor may the media be demo's INPUT
+printf '0 1\n1 2\n2 0\n' >"$W/in9.snap"
+cp "$W/in9.snap" "$W/in9.keep"
+refuse2 "demo: the input as file media" "is the input" "$BAM" demo "$W/in9.snap" --backend="file:$W/in9.snap,size=1M"
+refuse2 "demo: the input as emu media" "is the input" "$BAM" demo "$W/in9.snap" --backend="emu:path=$W/in9.snap,size=1M"
+if cmp -s "$W/in9.snap" "$W/in9.keep"; then pass=$((pass + 1)); echo "ok: demo's input is intact"; else fail=$((fail + 1)); echo "FAIL: demo's input was changed"; fi
+refuse2 "demo: --source with --sources" "give one" "$BAM" demo "$W/in9.snap" --source=1 --sources=3
 refuse2 "media too small for the graph" "holds 65536 bytes, but the graph's offsets and edges need" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
 if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi
 rc=0; "$BAM" graph import "$k" -o "" >"$W/out" 2>&1 || rc=$?

@@ -52,12 +52,29 @@ struct bam_backend_ops {
 	/* Normalised description of the back end (owned by priv). */
 	const char *(*desc)(void *priv);
 	void (*close)(void *priv);
+	/* Optional: parse 'args' as check does, and call cb once per file or device that
+	 * open would take as a controller's media, in controller order (stop at cb's
+	 * non-zero return and return it). 0, or -EINVAL with the message open would give.
+	 * (Last, so back ends built against the struct without it keep their layout.) */
+	int (*media)(const char *args, int (*cb)(void *arg, const char *path), void *arg, char *err,
+		     size_t errlen);
 };
 
 /* Register a back end. Returns 0, -EEXIST (name taken) or -ENOSPC (table full). */
 BAM_API int bam_backend_register(const struct bam_backend_ops *ops);
 /* Look up by name; NULL if none. */
 BAM_API const struct bam_backend_ops *bam_backend_find(const char *name, size_t len);
+
+/* The files and devices the back-end string 'backend' ("name[:key=value,...]", as for
+ * bam_ctx_open) names as its controllers' media, parsed by the back end's own parser so
+ * a tool sees exactly what the open would write (a tool that must not overwrite its own
+ * input checks them before the open): cb(arg, path) once per path, in controller order;
+ * a back end without media files (in-memory media, or none registered with this
+ * operation) calls it for none. Opens and creates nothing. Returns 0, cb's first
+ * non-zero return, or -EINVAL (unknown back end, malformed string: the message in err,
+ * which may be NULL). */
+BAM_API int bam_backend_media(const char *backend, int (*cb)(void *arg, const char *path), void *arg, char *err,
+			      size_t errlen);
 
 /* Option parsing helpers for back ends: "k=v,k=v". Calls cb for each pair; stops and
  * returns cb's non-zero return. Keys and values are NUL-terminated copies. */

@@ -393,6 +393,17 @@ int bam_backend_check(const char *backend, char *err, size_t errlen)
 	return ops->check ? ops->check(args, err, errlen) : 0;
 }
 
+int bam_backend_media(const char *backend, int (*cb)(void *arg, const char *path), void *arg, char *err,
+		      size_t errlen)
+{
+	char localerr[512];
+	const char *args;
+	const struct bam_backend_ops *ops = backend_of(backend, &args, &err, &errlen, localerr, sizeof(localerr));
+	if (!ops)
+		return -EINVAL;
+	return ops->media ? ops->media(args, cb, arg, err, errlen) : 0;
+}
+
 int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct bam_ctx **out,
 		 char *err, size_t errlen)
 {

@@ -412,6 +412,23 @@ static int emu_check(const char *args, char *err, size_t errlen)
 	return emu_cfg_parse(args, &cfg, err, errlen);
 }
 
+/* media=file: path=P, or P.0 .. P.(count-1) with more than one controller (media_open) */
+static int emu_media(const char *args, int (*cb)(void *arg, const char *path), void *arg, char *err, size_t errlen)
+{
+	struct emu_cfg cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	int rc = emu_cfg_parse(args, &cfg, err, errlen);
+	for (uint32_t i = 0; !rc && cfg.media_file && i < cfg.count; i++) {
+		char path[1040];
+		if (cfg.count > 1)
+			snprintf(path, sizeof(path), "%s.%u", cfg.path, i);
+		else
+			snprintf(path, sizeof(path), "%s", cfg.path);
+		rc = cb(arg, path);
+	}
+	return rc;
+}
+
 static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
 {
 	struct emu *e = calloc(1, sizeof(*e));
@@ -867,6 +884,7 @@ static const struct bam_backend_ops emu_ops = {
 	.gpu_resident = 1,
 	.open = emu_open,
 	.check = emu_check,
+	.media = emu_media,
 	.admin = emu_admin,
 	.doorbell = emu_doorbell,
 	.start = emu_start,

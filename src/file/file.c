@@ -449,6 +449,21 @@ static int file_check(const char *args, char *err, size_t errlen)
 	return rc;
 }
 
+/* the paths, one controller each, as file_open takes them */
+static int file_media(const char *args, int (*cb)(void *arg, const char *path), void *arg, char *err, size_t errlen)
+{
+	int rc = file_check(args, err, errlen);
+	struct file_cfg cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	if (!rc)
+		rc = bam_kv_parse(args, file_kv, &cfg);
+	for (uint32_t i = 0; !rc && i < cfg.n_paths; i++)
+		rc = cb(arg, cfg.paths[i]);
+	for (uint32_t i = 0; i < cfg.n_paths; i++)
+		free(cfg.paths[i]);
+	return rc;
+}
+
 static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
 {
 	struct file_be *fb = calloc(1, sizeof(*fb));
@@ -1251,6 +1266,7 @@ static const struct bam_backend_ops file_ops = {
 	.queue_mem = BAM_MEM_HOST_PINNED,
 	.open = file_open,
 	.check = file_check,
+	.media = file_media,
 	.admin = file_admin,
 	.doorbell = file_doorbell,
 	.start = file_start,

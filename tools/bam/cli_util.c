@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include "bam/bam.h"
 #include "bam/atomic.h"
+#include "bam/backend.h"
 #include "cli_util.h"
 
 int cli_backend_arg(const char *cmd, const char *backend)
@@ -48,57 +49,31 @@ int cli_backend_precheck(const char *cmd, const char *given, const char *resolve
 	return 0;
 }
 
-static void media_add(struct cli_media *m, const char *p, size_t len, int idx)
+static int media_cb(void *arg, const char *path)
 {
-	if (m->n == CLI_MEDIA_MAX || len >= sizeof(m->path[0]) - 8) {
+	struct cli_media *m = arg;
+	if (m->n == CLI_MEDIA_MAX || strlen(path) >= sizeof(m->path[0])) {
 		m->incomplete = 1; /* (not for a string bam_ctx_open takes: 32 names at most) */
-		return;
+		return 0;
 	}
 	char *d = m->path[m->n];
-	if (idx >= 0)
-		snprintf(d, sizeof(m->path[0]), "%.*s.%d", (int)len, p, idx);
-	else
-		snprintf(d, sizeof(m->path[0]), "%.*s", (int)len, p);
+	snprintf(d, sizeof(m->path[0]), "%s", path);
 	struct stat st;
 	m->created[m->n] = stat(d, &st) != 0 && errno == ENOENT;
 	m->n++;
+	return 0;
 }
 
+/* The back end's own parser says which files the open takes (bam_backend_media): a
+ * parser of our own here read count=0x2 as 0 and took path tokens with '=' for options,
+ * so the graph file could be given as media without being recognised. A string the
+ * parser refuses notes nothing: the open refuses it too. */
 void cli_media_note(struct cli_media *m, const char *backend)
 {
 	m->n = 0;
 	m->incomplete = 0;
-	const char *colon = strchr(backend, ':');
-	if (!colon)
-		return;
-	const int is_file = colon - backend == 4 && !strncmp(backend, "file", 4);
-	const int is_emu = colon - backend == 3 && !strncmp(backend, "emu", 3);
-	const char *epath = NULL;
-	size_t elen = 0;
-	unsigned long count = 1;
-	for (const char *t = colon + 1; *t;) {
-		const char *end = strchr(t, ',');
-		size_t len = end ? (size_t)(end - t) : strlen(t);
-		const char *eq = memchr(t, '=', len);
-		if (eq && (size_t)(eq - t) == 4 && !strncmp(t, "path", 4)) {
-			if (is_file)
-				media_add(m, eq + 1, len - 5, -1);
-			else if (is_emu)
-				epath = eq + 1, elen = len - 5;
-		} else if (eq && is_emu && (size_t)(eq - t) == 5 && !strncmp(t, "count", 5)) {
-			count = strtoul(eq + 1, NULL, 10);
-		} else if (!eq && is_file && len) {
-			media_add(m, t, len, -1);
-		}
-		t += len + (end ? 1 : 0);
-	}
-	if (epath && elen) {
-		if (count > 1 && count <= CLI_MEDIA_MAX)
-			for (unsigned long i = 0; i < count; i++)
-				media_add(m, epath, elen, (int)i);
-		else
-			media_add(m, epath, elen, -1);
-	}
+	if (bam_backend_media(*backend ? backend : "emu", media_cb, m, NULL, 0))
+		m->n = 0;
 }
 
 const char *cli_media_same(const struct cli_media *m, int fd)

@@ -1524,6 +1524,10 @@ int bam_cmd_demo(int argc, char **argv)
 		cli_fail("demo: runs through bam only (--mode=%s is for bam bfs and bam cc)\n", mode_names[o.mode]);
 		return 2;
 	}
+	if (o.source >= 0 && o.nsources_set) {
+		cli_fail("demo: --source=V and --sources=N: give one (a given source, or N random ones)\n");
+		return 2;
+	}
 	/* what can be refused before the import is (the import takes seconds) */
 	int gpu_here = 0;
 #ifdef BAM_HAVE_CUDA
@@ -1567,6 +1571,19 @@ int bam_cmd_demo(int argc, char **argv)
 		struct stat si, so;
 		if (!stat(input, &si) && !stat(out, &so) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
 			cli_fail("demo: %s: the input is the file demo imports to (%s): move or rename it\n", input, out);
+			return 2;
+		}
+		/* nor may the back end's media be the input (bfs and cc check them against the
+		 * imported graph only) */
+		struct cli_media md;
+		cli_media_note(&md, o.backend);
+		const int fd = open(input, O_RDONLY | O_CLOEXEC);
+		const char *same = fd >= 0 ? cli_media_same(&md, fd) : NULL;
+		if (fd >= 0)
+			close(fd);
+		if (same) {
+			cli_fail("demo: --backend=%s: %s is the input %s itself: its media would overwrite it\n", o.backend,
+				 same, input);
 			return 2;
 		}
 	}
