@@ -212,6 +212,46 @@ for f in self.bcsr self.1 c=3.bcsr; do
   if cmp -s "$k" "$W/$f"; then pass=$((pass + 1)); echo "ok: the graph file $f is intact"; else fail=$((fail + 1)); echo "FAIL: the graph file $f was changed"; fi
 done
 if [ -e "$W/self.0" ]; then fail=$((fail + 1)); echo "FAIL: the refused run left media file self.0"; else pass=$((pass + 1)); echo "ok: the refused run left no media file"; fi
+# a run stopped by SIGINT or SIGTERM removes the media files it created (a failed run
+# did; an interrupted one left them), and ends as the signal would
+for sig in INT TERM; do
+  if python3 - "$BAM" "$k" "$W/sig.img" "$sig" <<'PY'
+import os, signal, subprocess, sys, time
+bam, g, media, sig = sys.argv[1:5]
+p = subprocess.Popen([bam, "bfs", g, "--sources=100000", "--target=cpu", "--quiet",
+                      "--backend=emu:path=%s,size=64M" % media], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+t = time.time()
+while not os.path.exists(media) and time.time() - t < 60:
+    time.sleep(0.01)
+time.sleep(0.3)  # into the run
+p.send_signal(getattr(signal, "SIG" + sig))
+rc = p.wait(timeout=60)
+sys.exit(0 if rc == -getattr(signal, "SIG" + sig) and not os.path.exists(media) else 1)
+PY
+  then pass=$((pass + 1)); echo "ok: SIG$sig: the run's media file is removed"
+  else fail=$((fail + 1)); echo "FAIL: SIG$sig: the run's media file is left, or another exit"; rm -f "$W/sig.img"; fi
+done
+# emu's memory-mapped media file cut short under a run: SIGBUS on the next read of it;
+# said so (stderr, and --json's error object), exit 1, the media file it created removed
+"$BAM" graph generate --scale 16 --edge-factor 8 -o "$W/k16.bcsr" --quiet # (4 MiB of arcs, a 1 MiB cache)
+if python3 - "$BAM" "$W/k16.bcsr" "$W/bus.img" <<'PY'
+import json, os, subprocess, sys, time
+bam, g, media = sys.argv[1:4]
+p = subprocess.Popen([bam, "bfs", g, "--sources=100000", "--target=cpu", "--quiet", "--json",
+                      "--backend=emu:path=%s,size=64M" % media], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+t = time.time()
+while not os.path.exists(media) and time.time() - t < 60:
+    time.sleep(0.01)
+time.sleep(0.3)
+os.truncate(media, 0)
+out, err = p.communicate(timeout=60)
+e = json.loads(out)["error"]
+ok = (p.returncode == 1 and b"SIGBUS" in err and "shrank" in e["message"] and e["exit_status"] == 1
+      and not os.path.exists(media))
+sys.exit(0 if ok else 1)
+PY
+then pass=$((pass + 1)); echo "ok: emu media file cut short under the run: SIGBUS said, exit 1, file removed"
+else fail=$((fail + 1)); echo "FAIL: emu media file cut short under the run"; rm -f "$W/bus.img"; fi
 # demo: nor may the media be demo's INPUT
 printf '0 1\n1 2\n2 0\n' >"$W/in9.snap"
 cp "$W/in9.snap" "$W/in9.keep"

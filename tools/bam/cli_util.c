@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,62 @@ static int media_cb(void *arg, const char *path)
 	return 0;
 }
 
+/* The noted media of the run in progress (the signal handlers' view) */
+static const struct cli_media *volatile media_live;
+
+static void media_unlink_created(const struct cli_media *m)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->created[i])
+			unlink(m->path[i]); /* (async-signal-safe) */
+}
+
+static void json_signal_error(const char *msg, size_t len);
+
+static void media_on_signal(int sig)
+{
+	const struct cli_media *m = media_live;
+	if (m)
+		media_unlink_created(m);
+	if (sig == SIGBUS) {
+		static const char msg[] = "bam: SIGBUS: a memory-mapped media file (emu media=file) shrank or went away "
+					  "during the run; the run stopped, the media files it created are removed\n";
+		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)w;
+		json_signal_error(msg, sizeof(msg) - 2); /* (without its newline) */
+		_exit(1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void media_watch(const struct cli_media *m)
+{
+	static int installed;
+	media_live = m;
+	if (installed || !m->n)
+		return;
+	installed = 1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = media_on_signal;
+	sigemptyset(&sa.sa_mask);
+	const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGBUS};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+		/* a signal the caller ignores (nohup, a shell's background job) stays ignored */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+void cli_media_keep(const struct cli_media *m)
+{
+	if (media_live == m)
+		media_live = NULL;
+}
+
 /* The back end's own parser says which files the open takes (bam_backend_media): a
  * parser of our own here read count=0x2 as 0 and took path tokens with '=' for options,
  * so the graph file could be given as media without being recognised. A string the
@@ -74,6 +131,7 @@ void cli_media_note(struct cli_media *m, const char *backend)
 	m->incomplete = 0;
 	if (bam_backend_media(*backend ? backend : "emu", media_cb, m, NULL, 0))
 		m->n = 0;
+	media_watch(m);
 }
 
 const char *cli_media_same(const struct cli_media *m, int fd)
@@ -104,9 +162,8 @@ const char *cli_media_same(const struct cli_media *m, int fd)
 
 void cli_media_forget(const struct cli_media *m)
 {
-	for (int i = 0; i < m->n; i++)
-		if (m->created[i])
-			unlink(m->path[i]);
+	cli_media_keep(m);
+	media_unlink_created(m);
 }
 
 /* 'backend' names the emulator ("emu" or "emu:..."; the empty string, which also
@@ -303,6 +360,20 @@ static struct {
 	char *message;       /* the failure texts so far, joined by newlines (malloc) */
 	int printed;         /* the subcommand printed its own JSON document */
 } cli_json;
+
+/* --json's error object from a signal handler: write(2) only, no allocation, and only
+ * where nothing was printed yet (msg: plain text, nothing to escape) */
+static void json_signal_error(const char *msg, size_t len)
+{
+	if (!cli_json.command || cli_json.printed)
+		return;
+	const char *parts[] = {"{\"error\":{\"command\":\"", cli_json.command, "\",\"message\":\"", NULL,
+			       "\",\"exit_status\":1}}\n"};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		ssize_t w = parts[i] ? write(STDOUT_FILENO, parts[i], strlen(parts[i])) : write(STDOUT_FILENO, msg, len);
+		(void)w;
+	}
+}
 
 int cli_json_init(const char *command, int argc, char **argv, const char *optstring, const struct option *lo,
 		  int json_val)

@@ -42,8 +42,13 @@ struct cli_media {
 	char path[CLI_MEDIA_MAX][4112];
 	int created[CLI_MEDIA_MAX]; /* did not exist when noted */
 };
-/* Note the files 'backend' names and which of them do not exist yet. */
+/* Note the files 'backend' names and which of them do not exist yet. From then until
+ * cli_media_forget or cli_media_keep, a SIGINT, SIGTERM or SIGHUP removes the noted files
+ * that did not exist (then ends the process as the signal would), and a SIGBUS (emu's
+ * memory-mapped media file shrank under the run) removes them, says so and exits 1. */
 void cli_media_note(struct cli_media *m, const char *backend);
+/* After a run that succeeded: its media files stay, whatever signal comes later. */
+void cli_media_keep(const struct cli_media *m);
 /* The name of the noted file that is the file open as fd (the same device and
  * inode), or NULL: a run would overwrite its own input. */
 const char *cli_media_same(const struct cli_media *m, int fd);

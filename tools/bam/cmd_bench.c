@@ -885,5 +885,7 @@ int bam_cmd_bench(int argc, char **argv)
 	const int rc = bench_run(argc, argv, &media);
 	if (rc)
 		cli_media_forget(&media);
+	else
+		cli_media_keep(&media);
 	return rc;
 }

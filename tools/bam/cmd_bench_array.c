@@ -267,8 +267,10 @@ int bam_bench_array(int argc, char **argv)
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = workers, .timeout_ns = timeout_ms * 1000000ull};
 	struct bam_ctx *ctx;
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
-	if (rc)
+	if (rc) {
+		cli_media_forget(&media);
 		return cli_backend_fail("bench --array", backend, rc, err);
+	}
 	struct bam_cache *cache = NULL;
 	struct bam_array *arr = NULL;
 	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
@@ -383,5 +385,7 @@ out:
 	bam_ctx_close(ctx);
 	if (rc)
 		cli_media_forget(&media);
+	else
+		cli_media_keep(&media);
 	return rc ? 1 : 0;
 }

@@ -1148,6 +1148,8 @@ out:
 		bam_ctx_close(gm.ctx);
 	if (exit_code)
 		cli_media_forget(&media);
+	else
+		cli_media_keep(&media);
 	state_free(&gm, s1);
 	state_free(&gm, s2);
 	state_free(&gm, s3);
@@ -1575,12 +1577,13 @@ int bam_cmd_demo(int argc, char **argv)
 		}
 		/* nor may the back end's media be the input (bfs and cc check them against the
 		 * imported graph only) */
-		struct cli_media md;
+		static struct cli_media md; /* (128 KiB: not on the stack) */
 		cli_media_note(&md, o.backend);
 		const int fd = open(input, O_RDONLY | O_CLOEXEC);
 		const char *same = fd >= 0 ? cli_media_same(&md, fd) : NULL;
 		if (fd >= 0)
 			close(fd);
+		cli_media_keep(&md); /* (a check only: the runs note their media again) */
 		if (same) {
 			cli_fail("demo: --backend=%s: %s is the input %s itself: its media would overwrite it\n", o.backend,
 				 same, input);
