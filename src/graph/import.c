@@ -451,6 +451,11 @@ static int imp_law(struct imp *c)
 		       c->input);
 		return -EINVAL;
 	}
+	if (t == T_EOL) {
+		gr_err(c->err, c->errlen, "%s: line 1 is blank: LAW graph-txt has the number of nodes on the first line (no blank or comment line before it)",
+		       c->input);
+		return -EINVAL;
+	}
 	if (t != T_NUM)
 		return imp_bad_token(c, t, "the number of nodes (LAW graph-txt, line 1)");
 	n = r->num;
@@ -519,32 +524,43 @@ static int imp_mtx_skip(struct rd *r)
 	}
 }
 
+/* The banner: exactly the 5 tokens "%%MatrixMarket matrix coordinate FIELD SYMMETRY"
+ * (any case) on line 1. Read with the tokenizer, so it has no length limit and a
+ * sixth token, however far along the line or after a NUL byte, is seen. */
 static int imp_mtx_banner(struct imp *c)
 {
 	struct rd *r = &c->r;
-	char line[256], tok[5][64];
-	size_t l = 0;
-	int ch, nt;
+	char tok[5][sizeof(r->word) + 3]; /* a cut token gets "..." */
+	enum rd_tok t;
+	int nt = 0;
 
-	while ((ch = rd_peek(r)) >= 0 && ch != '\n') {
-		if (l < sizeof(line) - 1)
-			line[l++] = (char)ch;
-		r->pos++;
-	}
-	line[l] = 0;
-	if (ch == RD_ERR)
-		return imp_bad_token(c, T_ERR, "the Matrix Market banner");
-	if (l == 0 && ch == RD_EOF) {
+	t = rd_token(r);
+	if (t == T_ERR)
+		return imp_bad_token(c, t, "the Matrix Market banner");
+	if (t == T_EOF) {
 		gr_err(c->err, c->errlen, "%s: empty input (a Matrix Market file starts with %%%%MatrixMarket)",
 		       c->input);
 		return -EINVAL;
 	}
-	rd_skip_line(r);
-	nt = sscanf(line, "%63s %63s %63s %63s %63s", tok[0], tok[1], tok[2], tok[3], tok[4]);
-	if (nt < 1 || strcasecmp(tok[0], "%%MatrixMarket") != 0) {
+	if (t == T_EOL) {
+		gr_err(c->err, c->errlen, "%s: line 1 is blank: the %%%%MatrixMarket banner must be the first line",
+		       c->input);
+		return -EINVAL;
+	}
+	if (strcasecmp(r->word, "%%MatrixMarket") != 0) {
 		gr_err(c->err, c->errlen, "%s: line 1: missing %%%%MatrixMarket banner", c->input);
 		return -EINVAL;
 	}
+	for (; t == T_NUM || t == T_WORD; t = rd_token(r)) {
+		if (nt == 5) {
+			gr_err(c->err, c->errlen, "%s: line 1: unexpected 6th token '%s%s' in the banner: it has exactly 5 (%%%%MatrixMarket matrix coordinate <field> <symmetry>)",
+			       c->input, r->word, r->word_cut ? "..." : "");
+			return -EINVAL;
+		}
+		snprintf(tok[nt++], sizeof(tok[0]), "%s%s", r->word, r->word_cut ? "..." : "");
+	}
+	if (t == T_ERR)
+		return imp_bad_token(c, t, "the Matrix Market banner");
 	if (nt != 5 || strcasecmp(tok[1], "matrix") != 0) {
 		gr_err(c->err, c->errlen, "%s: line 1: expected '%%%%MatrixMarket matrix coordinate <field> <symmetry>'",
 		       c->input);

@@ -245,6 +245,13 @@ static void test_detect_percent_comment(void **state)
 		{ "hash.txt", "# c\n% c\n0 4\n", "(snap)", 5, 1 },
 		{ "mm.txt", "%%MatrixMarket matrix coordinate pattern general\n% c\n3 3 2\n1 2\n3 1\n", "(mtx)", 3, 2 },
 		{ "mm2.txt", "%%matrixmarket matrix coordinate pattern general\n2 2 1\n2 1\n", "(mtx)", 2, 1 },
+		/* any case, blanks before, between and after the 5 tokens, CR-LF */
+		{ "mm3.txt", " \t%%MATRIXMARKET\tMatrix  COORDINATE Pattern GENERAL \t\r\n2 2 1\r\n2 1\r\n", "(mtx)", 2, 1 },
+		{ "mm4.txt", "%%MatrixMarket matrix coordinate integer Symmetric\n2 2 1\n2 1 -3\n", "(mtx symmetric)", 2, 2 },
+		/* edge lists may start with blank lines (SNAP and arc lists alike) */
+		{ "lead.txt", "\n \t\r\n0 1\n", "(snap)", 2, 1 },
+		{ "lead2.txt", "\n\n# c\n2\t0\n", "(snap)", 3, 1 },
+		{ "lead.arcs", "\r\n\n0\t3\n", "(arcs)", 4, 1 },
 	};
 	struct bam_graph_build_stats st;
 	struct bam_graph_header h;
@@ -340,12 +347,36 @@ static void test_malformed(void **state)
 		{ "neg.graph-txt", BAM_GRAPH_FMT_AUTO, "2\n-1\n\n", "line 2: negative" },
 		{ "zero.graph-txt", BAM_GRAPH_FMT_AUTO, "0\n", "declares 0 nodes" },
 		{ "nonum.graph-txt", BAM_GRAPH_FMT_AUTO, "abc\n", "line 1: expected the number of nodes" },
+		/* the number of nodes is the first line: a blank line before it is named as such */
+		{ "lead.graph-txt", BAM_GRAPH_FMT_AUTO, "\n3\n1\n2\n\n", "line 1 is blank: LAW graph-txt has the number of nodes on the first line" },
+		{ "lead-law.txt", BAM_GRAPH_FMT_AUTO, "\r\n \n3\n1\n2\n\n", "line 1 is blank: LAW graph-txt has the number of nodes on the first line" },
+		{ "leadws.law", BAM_GRAPH_FMT_LAW, "  ", "line 1 is blank: LAW graph-txt has the number of nodes on the first line" },
 		{ "more.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n", "line 4: more entries than the 1 declared" },
 		{ "fewer.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n", "input ends after 2 of the 3 entries" },
 		{ "range.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n4 1\n", "line 3: row 4 out of range 1..3" },
 		{ "zero.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 0\n", "line 3: column 0 out of range" },
 		{ "rect.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 2\n", "not square" },
 		{ "nobanner.mtx", BAM_GRAPH_FMT_AUTO, "3 3 1\n1 2\n", "missing %%MatrixMarket banner" },
+		/* the banner has exactly 5 tokens: the first extra one is named */
+		{ "tok6.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general extra\n3 3 2\n1 2\n2 3\n", "line 1: unexpected 6th token 'extra'" },
+		{ "tok7.txt", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate real symmetric general 1\n3 3 1\n1 2 1\n", "line 1: unexpected 6th token 'general'" },
+		{ "tok6crlf.mtx", BAM_GRAPH_FMT_MTX, "%%MatrixMarket matrix coordinate pattern general %\r\n3 3 1\n1 2\n", "line 1: unexpected 6th token '%'" },
+		/* past the 255 bytes the banner used to be cut to, and a token past 47 bytes */
+		{ "tokfar.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general"
+		  "                                                                                "
+		  "                                                                                "
+		  "                                                                                "
+		  "                                                                                "
+		  " extra\n3 3 1\n1 2\n", "line 1: unexpected 6th token 'extra'" },
+		{ "toklong.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern general "
+		  "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz\n3 3 1\n1 2\n",
+		  "line 1: unexpected 6th token 'abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstu...'" },
+		{ "tok4.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate pattern\n3 3 1\n1 2\n", "line 1: expected '%%MatrixMarket matrix coordinate <field> <symmetry>'" },
+		/* the banner is the first line: a blank line before it is named as such */
+		{ "lead.mtx", BAM_GRAPH_FMT_AUTO, "\n%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n", "line 1 is blank: the %%MatrixMarket banner must be the first line" },
+		{ "lead-mtx.txt", BAM_GRAPH_FMT_AUTO, "\n%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n", "line 1 is blank: the %%MatrixMarket banner must be the first line" },
+		{ "leadws.mtx", BAM_GRAPH_FMT_MTX, " \t\r\n\n%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n", "line 1 is blank: the %%MatrixMarket banner must be the first line" },
+		{ "blankonly.mtx", BAM_GRAPH_FMT_MTX, "\n\n", "line 1 is blank: the %%MatrixMarket banner must be the first line" },
 		{ "array.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", "'array' format not supported" },
 		{ "noval.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2\n", "line 3: expected a value" },
 		{ "val.mtx", BAM_GRAPH_FMT_AUTO, "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 abc\n", "line 3: value 'abc' is not a real number" },
@@ -447,6 +478,22 @@ static void test_mtx_values(void **state)
 		import_ok(tmp("v.mtx"), BAM_GRAPH_FMT_AUTO, 0, 0, 0, &st);
 		check_graph(3, off, 3, edges, 4, 0);
 	}
+}
+
+/* A NUL byte in the banner is data, not its end: nothing after it goes unread. */
+static void test_mtx_banner_nul(void **state)
+{
+	static const char glued[] = "%%MatrixMarket matrix coordinate pattern general\0junk\n3 3 1\n1 2\n";
+	static const char apart[] = "%%MatrixMarket matrix coordinate pattern general \0\n3 3 1\n1 2\n";
+
+	(void)state;
+	unlink(out_path);
+	write_file(tmp("nul1.mtx"), glued, sizeof(glued) - 1);
+	import_refused(tmp("nul1.mtx"), BAM_GRAPH_FMT_AUTO, -EINVAL, "line 1: unknown symmetry 'general?junk'",
+		       "nul1.mtx");
+	write_file(tmp("nul2.mtx"), apart, sizeof(apart) - 1);
+	import_refused(tmp("nul2.mtx"), BAM_GRAPH_FMT_AUTO, -EINVAL, "line 1: unexpected 6th token '?'",
+		       "nul2.mtx");
 }
 
 /* The input is read twice: a FIFO (or a pipe as /dev/stdin) is refused up front, without
@@ -645,6 +692,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_missing_and_truncated_gz),
 		cmocka_unit_test(test_mtx_values),
+		cmocka_unit_test(test_mtx_banner_nul),
 		cmocka_unit_test(test_not_regular_files),
 		cmocka_unit_test(test_gzip_members_and_tail),
 		cmocka_unit_test(test_law_count_too_large),
