@@ -5,8 +5,9 @@
  * target's staged data path run on the host with stage=1); writes reach the file
  * after a flush; out-of-range commands get LBA Out of Range; a kernel I/O error
  * becomes a media error status and -EIO at the array API; a file that shrinks under
- * the namespace reads zeros past its end; three files striped under one array hold
- * each line where the layout says.
+ * the namespace fails reads past its end with Unrecovered Read Error (holes read
+ * zeros); character devices and FIFOs are refused at open (emu's media file too);
+ * three files striped under one array hold each line where the layout says.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -393,12 +394,20 @@ static void test_kernel_eio(void **state)
 	bam_ctx_close(ctx);
 }
 
-/* A file that shrinks under its namespace: reads past its end return zeros (short
- * reads are continued, then the end of file is filled), in every data path. */
-static void test_short_file_reads_zeros(void **state)
+/*
+ * A file that shrinks under its namespace (truncate while the back end runs): the
+ * blocks past its new end are gone, and a read of them completes with Unrecovered
+ * Read Error, not with zeros and success (a wrong answer); a read that starts inside
+ * the file and runs past its end too (short reads are continued up to the end of
+ * file first). Blocks inside the file still read, and holes inside it (the file
+ * grown again, sparse) read as zeros. In every data path, and through the cache and
+ * the provisioning path as -EIO.
+ */
+static void test_shrunk_file_read_error(void **state)
 {
 	(void)state;
 	const uint64_t keep[3] = {2048, 1000, 2048}; /* direct I/O: an aligned end */
+	const uint16_t ure = ST(NVME_SCT_MEDIA, NVME_SC_UNRECOVERED_READ);
 	for (unsigned m = 0; m < 3; m++) {
 		make_file("s.dat", 4, 64 << 10);
 		char p[128];
@@ -407,14 +416,95 @@ static void test_short_file_reads_zeros(void **state)
 		assert_int_equal(truncate(p, (off_t)keep[m]), 0);
 		uint8_t *b = page_buf(8192);
 		uint16_t st;
-		assert_int_equal(io(ctx, 0, NVME_CMD_READ, 0, 16, b, &st), 0);
+		/* inside the file: read */
+		assert_int_equal(io(ctx, 0, NVME_CMD_READ, 0, 1, b, &st), 0);
 		assert_int_equal(st, 0);
-		expect_file_bytes(4, 0, b, keep[m]);
-		for (uint64_t i = keep[m]; i < 8192; i++)
+		expect_file_bytes(4, 0, b, 512);
+		/* from inside the file over its end, and wholly past it */
+		assert_int_equal(io(ctx, 0, NVME_CMD_READ, 0, 16, b, &st), 0);
+		assert_int_equal(st, ure);
+		assert_int_equal(io(ctx, 0, NVME_CMD_READ, keep[m] / 512, 1, b, &st), 0);
+		assert_int_equal(st, ure);
+		assert_int_equal(io(ctx, 0, NVME_CMD_READ, 100, 8, b, &st), 0);
+		assert_int_equal(st, ure);
+		struct bam_ctrl_stats cs;
+		bam_ctx_ctrl_stats(ctx, 0, &cs);
+		assert_int_equal(cs.errors, 3);
+		assert_int_equal(bam_ctx_media_read(ctx, 0, 60 << 10, b, 512), -EIO);
+		assert_int_equal(bam_ctx_media_read(ctx, 0, 0, b, 512), 0);
+		expect_file_bytes(4, 0, b, 512);
+		/* through the cache: the failed fill reaches the caller as -EIO */
+		struct bam_cache *c;
+		struct bam_cache_opts co = {.capacity = 4 << 12, .line_size = 4096};
+		assert_int_equal(bam_cache_create(ctx, &co, &c), 0);
+		struct bam_array *a;
+		struct bam_array_opts ao = {.n_elems = 8192, .elem_size = 8};
+		assert_int_equal(bam_array_create(c, &ao, &a), 0);
+		uint64_t v = 0;
+		assert_int_equal(bam_array_read_u64(bam_array_dev(a), 4096, &v), -EIO);
+		bam_array_destroy(a);
+		bam_cache_destroy(c);
+		/* grown again: the new blocks are a hole inside the file, zeros */
+		assert_int_equal(truncate(p, 64 << 10), 0);
+		assert_int_equal(io(ctx, 0, NVME_CMD_READ, 100, 16, b, &st), 0);
+		assert_int_equal(st, 0);
+		for (uint64_t i = 0; i < 8192; i++)
 			assert_int_equal(b[i], 0);
 		free(b);
 		bam_ctx_close(ctx);
 	}
+}
+
+/*
+ * Storage that is neither a regular file nor a block device cannot hold a namespace:
+ * /dev/null takes every write and reads zeros (a run "succeeds" with a wrong answer),
+ * a FIFO has no offsets. Refused at open with -EINVAL, the message naming the path
+ * and what it is; with or without size=, also as the second of two files. Opening
+ * the FIFO must not wait for a writer: the read-only fallback (a FIFO this process
+ * may not write, when not root) opens it O_RDONLY, which would block.
+ */
+static void test_refuses_char_dev_and_fifo(void **state)
+{
+	(void)state;
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 2, .queue_depth = 16, .timeout_ns = 60000000000ull};
+	struct bam_ctx *ctx = NULL;
+	char err[512], spec[600], f[128], r[128];
+	assert_int_equal(bam_ctx_open("file:/dev/null,size=64M", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_null(ctx);
+	assert_non_null(strstr(err, "/dev/null is a character device"));
+	assert_int_equal(bam_ctx_open("file:/dev/zero", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "/dev/zero is a character device"));
+	const mode_t fifo_modes[2] = {0600, 0400};
+	for (unsigned k = 0; k < 2; k++) {
+		path_of(f, sizeof(f), "fifo");
+		unlink(f);
+		assert_int_equal(mkfifo(f, fifo_modes[k]), 0);
+		snprintf(spec, sizeof(spec), "file:%s,size=1M", f);
+		err[0] = 0;
+		assert_int_equal(bam_ctx_open(spec, &o, &ctx, err, sizeof(err)), -EINVAL);
+		assert_null(ctx);
+		assert_non_null(strstr(err, f));
+		assert_non_null(strstr(err, "is a FIFO"));
+		assert_non_null(strstr(err, "regular file or a block device"));
+		make_file("r.dat", 1, 64 << 10);
+		path_of(r, sizeof(r), "r.dat");
+		snprintf(spec, sizeof(spec), "file:%s,%s", r, f);
+		assert_int_equal(bam_ctx_open(spec, &o, &ctx, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "is a FIFO"));
+		unlink(f);
+	}
+	/* the emulator's media file: only a regular file (mmap'ed, sized, allocated) */
+	assert_int_equal(bam_ctx_open("emu:media=file,path=/dev/null,size=1M", &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "/dev/null is a character device"));
+	assert_int_equal(mkfifo(f, 0600), 0);
+	snprintf(spec, sizeof(spec), "emu:path=%s", f);
+	assert_int_equal(bam_ctx_open(spec, &o, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, f));
+	assert_non_null(strstr(err, "is a FIFO"));
+	struct stat sb;
+	assert_int_equal(lstat(f, &sb), 0); /* not replaced, not removed */
+	assert_true(S_ISFIFO(sb.st_mode));
+	unlink(f);
 }
 
 /* ---- three files striped under one array ------------------------------------------------ */
@@ -632,7 +722,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	static const char *names[] = {"r.dat", "w.dat", "o.dat", "s.dat", "s0.dat", "s1.dat", "s2.dat",
-				      "new_a.dat", "new_b.dat"};
+				      "new_a.dat", "new_b.dat", "fifo"};
 	char p[128];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		path_of(p, sizeof(p), names[i]);
@@ -649,7 +739,8 @@ int main(void)
 		cmocka_unit_test(test_write_flush_reread),
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_kernel_eio),
-		cmocka_unit_test(test_short_file_reads_zeros),
+		cmocka_unit_test(test_shrunk_file_read_error),
+		cmocka_unit_test(test_refuses_char_dev_and_fifo),
 		cmocka_unit_test(test_striped_array),
 		cmocka_unit_test(test_backend_strings),
 	};

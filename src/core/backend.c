@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Back-end registry and the option-string helpers back ends share. */
+/* Back-end registry and the helpers back ends share: option strings, file kinds. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ctype.h>
+#include <sys/stat.h>
 #include "bam/backend.h"
+#include "ctx_internal.h"
 
 #define BAM_MAX_BACKENDS 16
 static const struct bam_backend_ops *registry[BAM_MAX_BACKENDS];
@@ -78,4 +80,17 @@ int bam_parse_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+const char *bam_file_kind(unsigned mode)
+{
+	const mode_t m = (mode_t)mode;
+	return S_ISREG(m)    ? "a regular file"
+	       : S_ISDIR(m)  ? "a directory"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISLNK(m)  ? "a symbolic link"
+			     : "not a file";
 }

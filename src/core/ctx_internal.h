@@ -39,6 +39,10 @@ struct bam_ctx {
  * memory a controller may still write into (a command whose completion never came). */
 void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 
+/* What a file of this st_mode (fstat) is, for a message that refuses it: "a
+ * character device", "a FIFO", ... (src/core/backend.c). */
+const char *bam_file_kind(unsigned mode);
+
 /* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. */
 int bam_gpu_available(void);
 void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);

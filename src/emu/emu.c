@@ -231,12 +231,16 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			snprintf(path, sizeof(path), "%s", e->cfg.path);
 		/* created only when size= says how large: a missing file without it is an
 		 * error that leaves nothing behind; a file this open created is removed
-		 * again if the open fails (media_forget) */
-		hc->fd = e->cfg.size ? open(path, O_RDWR | O_CREAT | O_EXCL, 0644) : -1;
+		 * again if the open fails (media_forget). O_NONBLOCK, O_NOCTTY: a FIFO or a
+		 * device named here is refused below, and opening it must neither wait
+		 * nor take a terminal; the flag changes nothing for a regular file, which
+		 * is only sized and mapped */
+		const int oflags = O_RDWR | O_NONBLOCK | O_NOCTTY;
+		hc->fd = e->cfg.size ? open(path, oflags | O_CREAT | O_EXCL, 0644) : -1;
 		if (hc->fd >= 0)
 			hc->created = strdup(path);
 		else if (!e->cfg.size || errno == EEXIST)
-			hc->fd = open(path, O_RDWR);
+			hc->fd = open(path, oflags);
 		if (hc->fd < 0 && errno == EISDIR) { /* a bad setting, as for the file back end */
 			snprintf(err, errlen, "emu: media file %s is a directory", path);
 			return -EINVAL;
@@ -253,8 +257,12 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 			snprintf(err, errlen, "emu: media file %s: fstat: %s", path, strerror(errno));
 			return rc;
 		}
+		/* mapped, sized and allocated: only a regular file does all three (a
+		 * character device such as /dev/null would take the writes and lose them) */
 		if (!S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "emu: media file %s is not a regular file", path);
+			snprintf(err, errlen, "emu: media file %s is %s: give a regular file%s", path,
+				 bam_file_kind(st.st_mode),
+				 S_ISBLK(st.st_mode) ? " (the file back end takes block devices)" : "");
 			return -EINVAL;
 		}
 		/* each controller's media a file of its own: two names of one file (a hard

@@ -255,11 +255,16 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	const char *path = cfg->paths[i];
 	fc->path = path;
 	fc->fd = fc->fd_buf = -1;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO read-only (the fallback below) would wait for a
+	 * writer, and some character devices wait at open too; cleared once it is known
+	 * to be a file or a block device (io_uring would fail its I/O with -EAGAIN).
+	 * O_NOCTTY: a terminal named here must not become the process's own. */
+	const int oflags = O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	int fd = open(path, O_RDWR | oflags);
 	if (fd < 0 && errno == ENOENT && cfg->size)
-		fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+		fd = open(path, O_RDWR | oflags | O_CREAT, 0644);
 	if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | oflags);
 		fc->rdonly = fd >= 0;
 	}
 	if (fd < 0 && errno == EISDIR) {
@@ -281,6 +286,19 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "file: %s is a directory", path);
 		return -EINVAL;
+	}
+	/* A namespace is blocks at fixed offsets that keep what was written. A character
+	 * device does not (/dev/null takes every write and reads zeros: a run would
+	 * "succeed" with a wrong answer), nor does a FIFO or a socket (no offsets) */
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		snprintf(err, errlen, "file: %s is %s: give a regular file or a block device", path,
+			 bam_file_kind(st.st_mode));
+		return -EINVAL;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		snprintf(err, errlen, "file: %s: fcntl: %s", path, strerror(errno));
+		return -EIO;
 	}
 	/* Each controller needs storage of its own: two on one file (or one block device,
 	 * under any name) would overwrite each other's lines, and every read would return
@@ -319,7 +337,7 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 			return -EIO;
 		}
 		lbs = (uint32_t)s;
-	} else if (S_ISREG(st.st_mode)) {
+	} else {
 		have = (uint64_t)st.st_size;
 	}
 	fc->dio_align = dio_alignment(fd, &st);
@@ -860,20 +878,13 @@ static void io_done(struct file_worker *wk, struct file_slot *sl, int res)
 		return;
 	}
 	if (got == 0) {
-		if (opc == NVME_CMD_WRITE) {
-			finish_cmd(wk, sl, bam_file_errno_status(opc, EIO)); /* no progress */
-			return;
-		}
-		/* end of file inside the namespace (the file shrank under us): the
-		 * namespace reads zeros there, as the file's own holes do */
-		uint32_t o = sl->done;
-		if (sl->bounce) {
-			memset(sl->stage + o, 0, sl->bytes - o);
-		} else {
-			for (uint32_t i = sl->iov_first; i < sl->niov; i++)
-				memset(sl->iov[i].iov_base, 0, sl->iov[i].iov_len);
-		}
-		finish_cmd(wk, sl, 0);
+		/* No progress. A write: Write Fault. A read: the end of file inside the
+		 * namespace, so the file shrank under us and the blocks past its end are
+		 * gone: Unrecovered Read Error, as a drive reports a block it cannot
+		 * return. Zeros with success would be a wrong answer (a BFS from a
+		 * truncated graph "succeeds"); holes inside the file are not this, the
+		 * kernel reads them as zeros */
+		finish_cmd(wk, sl, bam_file_errno_status(opc, EIO));
 		return;
 	}
 	/* short transfer: go on with the rest */
@@ -1179,12 +1190,8 @@ static int file_media_rw(void *priv, uint32_t ci, uint64_t off, void *buf, uint6
 			continue;
 		if (r < 0)
 			return -EIO;
-		if (r == 0) {
-			if (write)
-				return -EIO;
-			memset(p, 0, len); /* beyond the end of the file: zeros */
-			return 0;
-		}
+		if (r == 0)
+			return -EIO; /* the end of the file inside the namespace: as io_done */
 		p += r;
 		off += (uint64_t)r;
 		len -= (uint64_t)r;
