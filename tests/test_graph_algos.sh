@@ -565,7 +565,7 @@ utf8_json "error object" "$BAM" bfs "$nm" --json --quiet --target=cpu
 mkdir -p "$W/kill"
 "$BAM" graph generate --scale 22 --edge-factor 16 -o "$W/kill/k.bcsr" 2>"$W/kill.err" &
 gen=$!
-for _ in $(seq 300); do
+for _ in $(seq 1800); do # (up to 3 minutes: seconds alone, much longer on a loaded machine)
   grep -q "arcs to place" "$W/kill.err" 2>/dev/null && break
   kill -0 "$gen" 2>/dev/null || break
   sleep 0.1
