@@ -396,6 +396,11 @@ else
   fail=$((fail + 1)); echo "FAIL: missing media files' size= hint '$hint' (exit $rc_small with 4 KiB less, $rc_ok with it)"; cat "$W/out"
 fi
 rm -f "$W/new1.img" "$W/new2.img"
+# a refused number says the range it must be in
+refuse2 "bench: a refused number says its range" "bad value '64' for --iodepth=64: a whole number from 1 to 32" "$BAM" bench --iodepth=64
+refuse2 "bench: a refused flag says its values" "for --verify=2: 0 or 1" "$BAM" bench --verify=2
+refuse2 "bfs: a refused number says its range" "for --timeout-ms=0: a whole number from 1 to 3600000" "$BAM" bfs "$k" --timeout-ms=0
+refuse2 "bench --runtime=0" "seconds above 0" "$BAM" bench --runtime=0
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"

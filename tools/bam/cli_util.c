@@ -331,17 +331,41 @@ double cli_now(void)
 	return (double)bam_time_ns() / 1e9;
 }
 
+/* the range of the last number cli_u64 refused (cli_range_hint) */
+static struct {
+	const char *s; /* the string refused */
+	uint64_t min, max;
+} last_range;
+
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL; /* rejects '-', '+', spaces, empty */
+	last_range.s = NULL;
 	char *end;
 	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
+	/* rejects '-', '+', spaces, empty */
+	unsigned long long v = s && isdigit((unsigned char)s[0]) ? strtoull(s, &end, 10) : 0;
+	if (!s || !isdigit((unsigned char)s[0]) || errno || *end || v < min || v > max) {
+		last_range.s = s;
+		last_range.min = min;
+		last_range.max = max;
 		return -EINVAL;
+	}
 	*out = v;
 	return 0;
+}
+
+const char *cli_range_hint(const char *arg, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (!arg || last_range.s != arg)
+		return buf;
+	if (last_range.max == last_range.min + 1)
+		snprintf(buf, len, ": %llu or %llu", (unsigned long long)last_range.min, (unsigned long long)last_range.max);
+	else
+		snprintf(buf, len, ": a whole number from %llu to %llu", (unsigned long long)last_range.min,
+			 (unsigned long long)last_range.max);
+	last_range.s = NULL;
+	return buf;
 }
 
 int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)

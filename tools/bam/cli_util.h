@@ -72,6 +72,10 @@ void cli_json_add_str(struct cJSON *o, const char *key, const char *s);
  * 0 or -EINVAL. */
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+/* ": a whole number from MIN to MAX" (or ": 0 or 1") when the last number cli_u64 or
+ * cli_u32 refused was the string arg (the same pointer: an option's optarg), else "";
+ * written into buf, returned. For the messages of refused option values. */
+const char *cli_range_hint(const char *arg, char *buf, size_t len);
 
 /* ---- failures under --json ------------------------------------------------------------
  * With --json, a failing subcommand still prints one JSON object on stdout (README,

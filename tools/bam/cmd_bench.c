@@ -442,7 +442,13 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		case 'm': if (cli_u32(optarg, 0, 100, &o.rwmix_read)) goto bad; break;
 		case 'b': if (bam_parse_size(optarg, &o.bs)) goto bad; break;
 		case 's': if (bam_parse_size(optarg, &o.size)) goto bad; break;
-		case 't': o.runtime = strtod(optarg, &end); if (*end || !(o.runtime > 0) || o.runtime > 1e6) goto bad; break;
+		case 't':
+			o.runtime = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.runtime > 0) || o.runtime > 1e6) {
+				cli_fail("bench: --runtime=%s: seconds above 0, at most 1000000 (e.g. 0.5 or 10)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'n': if (cli_u64(optarg, 1, 1ull << 48, &o.number_ios)) goto bad; break;
 		case 'd': if (cli_u32(optarg, 1, BENCH_MAX_IODEPTH, &o.iodepth)) goto bad; break;
 		case 'T': if (cli_u64(optarg, 1, 1ull << 24, &o.threads)) goto bad; break;
@@ -484,9 +490,12 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 				      argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench [options]     (all options: bam bench --help)\n");
 			return 2;
-		bad:
-			cli_fail("bench: bad value '%s' for %s (bam bench --help)\n", optarg, argv[optind - 1]);
+		bad: {
+			char hint[96];
+			cli_fail("bench: bad value '%s' for %s%s (bam bench --help)\n", optarg, argv[optind - 1],
+				 cli_range_hint(optarg, hint, sizeof(hint)));
 			return 2;
+		}
 		}
 	}
 	if (optind < argc) {

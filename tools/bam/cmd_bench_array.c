@@ -165,9 +165,12 @@ int bam_bench_array(int argc, char **argv)
 				      "(bam bench --array --help)\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
 			return 2;
-		bad:
-			cli_fail("bench --array: bad value '%s' for %s (bam bench --array --help)\n", optarg, argv[optind - 1]);
+		bad: {
+			char hint[96];
+			cli_fail("bench --array: bad value '%s' for %s%s (bam bench --array --help)\n", optarg, argv[optind - 1],
+				 cli_range_hint(optarg, hint, sizeof(hint)));
 			return 2;
+		}
 		}
 	}
 	if (optind < argc) {

@@ -1445,9 +1445,12 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			fprintf(stderr, "usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
 				strcmp(cmd, "demo") ? "GRAPH" : "[INPUT]", cmd);
 			return 2;
-		bad:
-			cli_fail("%s: bad value '%s' for %s\n", cmd, optarg, argv[optind - 1]);
+		bad: {
+			char hint[96];
+			cli_fail("%s: bad value '%s' for %s%s\n", cmd, optarg, argv[optind - 1],
+				 cli_range_hint(optarg, hint, sizeof(hint)));
 			return 2;
+		}
 		}
 	}
 	return 0;
