@@ -401,6 +401,24 @@ refuse2 "bench: a refused number says its range" "bad value '64' for --iodepth=6
 refuse2 "bench: a refused flag says its values" "for --verify=2: 0 or 1" "$BAM" bench --verify=2
 refuse2 "bfs: a refused number says its range" "for --timeout-ms=0: a whole number from 1 to 3600000" "$BAM" bfs "$k" --timeout-ms=0
 refuse2 "bench --runtime=0" "seconds above 0" "$BAM" bench --runtime=0
+# text output shows a file name's control characters escaped, not sent to the terminal
+esc="$W/$(printf 'we\033ird').bcsr"
+cp "$k" "$esc"
+if "$BAM" cc "$esc" --target=cpu --quiet >"$W/out" 2>&1 && head -1 "$W/out" | grep -qF 'we\x1bird.bcsr' &&
+  ! grep -q "$(printf '\033')" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: cc's text output escapes a control character in the graph's name"
+else
+  fail=$((fail + 1)); echo "FAIL: cc's text output with a control character in the graph's name"; od -c "$W/out" | head -3
+fi
+rm -f "$esc"
+# an output folder that is a file: said as such (access() said 'Permission denied')
+: >"$W/notdir"
+rc=0; "$BAM" graph import "$k" -o "$W/notdir/x.bcsr" >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && grep -q "notdir is not a folder" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: import -o under a file: not a folder"
+else
+  fail=$((fail + 1)); echo "FAIL: import -o under a file (exit $rc)"; cat "$W/out"
+fi
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"

@@ -240,6 +240,10 @@ int gr_output_check(const char *output, char *err, size_t errlen)
 		       strlen(dir), PATH_MAX);
 		return -ENAMETOOLONG;
 	}
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) { /* (access would say EACCES) */
+		gr_err(err, errlen, "%s: %s is not a folder", output, dir);
+		return -ENOTDIR;
+	}
 	if (access(dir, W_OK | X_OK) != 0) {
 		const int e = errno;
 		gr_err(err, errlen, "%s: cannot write in %s: %s", output, dir, strerror(e));

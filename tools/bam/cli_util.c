@@ -292,6 +292,35 @@ size_t cli_utf8_len(const unsigned char *s)
 	return n;
 }
 
+/* A control character: C0, DEL, or C1 (U+0080..U+009F, UTF-8 c2 80..c2 9f: 0x9b is a
+ * terminal's CSI), at p, a valid UTF-8 sequence of n bytes. */
+static int text_control(const unsigned char *p, size_t n)
+{
+	return (n == 1 && (p[0] < 0x20 || p[0] == 0x7f)) || (n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+}
+
+/* s for a terminal: valid printable UTF-8 as it is; control characters and bytes that
+ * are not valid UTF-8 as \xNN, one per byte, and a backslash as \\ (so the text
+ * reads back unambiguously). Strings from a file (a graph's source field) can hold
+ * anything, terminal escape sequences included. */
+void cli_text_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = cli_utf8_len(p);
+		if (!n || text_control(p, n)) {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				fprintf(f, "\\x%02x", p[i]);
+			p += n ? n : 1;
+		} else if (*p == '\\') {
+			fputs("\\\\", f);
+			p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
+	}
+}
+
 void cli_json_add_str(struct cJSON *o, const char *key, const char *s)
 {
 	size_t len = strlen(s);
@@ -351,6 +380,18 @@ int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 		return -EINVAL;
 	}
 	*out = v;
+	return 0;
+}
+
+int cli_arg_names(const char *arg, const char *const *names)
+{
+	if (!arg || strncmp(arg, "--", 2))
+		return 0;
+	arg += 2;
+	const size_t n = strcspn(arg, "=");
+	for (; *names; names++)
+		if (strlen(*names) == n && !strncmp(arg, *names, n))
+			return 1;
 	return 0;
 }
 

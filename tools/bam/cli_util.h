@@ -3,6 +3,7 @@
 #ifndef BAM_CLI_UTIL_H
 #define BAM_CLI_UTIL_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 /* For an "emu" back-end string without size= or path=, append size=<per_ctrl>
  * (per_ctrl = ceil(total / count), rounded up to a multiple of both align and 4096).
@@ -63,6 +64,10 @@ int cli_name_index(const char *const *names, int count, const char *s);
 /* Length of the valid UTF-8 sequence at s (1 to 4 bytes), or 0 if the bytes there are
  * not one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). */
 size_t cli_utf8_len(const unsigned char *s);
+/* s for a terminal: printable UTF-8 as it is, control characters and invalid bytes as
+ * \xNN, a backslash as \\ (file names and strings from files can hold escape
+ * sequences). */
+void cli_text_escaped(FILE *f, const char *s);
 
 /* cJSON_AddStringToObject with a copy of s whose bytes that are not valid UTF-8 are
  * each replaced by U+FFFD (file names are bytes; JSON text is UTF-8, RFC 8259 8.1). */
@@ -76,6 +81,9 @@ int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
  * cli_u32 refused was the string arg (the same pointer: an option's optarg), else "";
  * written into buf, returned. For the messages of refused option values. */
 const char *cli_range_hint(const char *arg, char *buf, size_t len);
+/* Does the command-line word arg ("--NAME" or "--NAME=VALUE") name one of names (a NULL-
+ * terminated list)? For saying which command an option belongs to. */
+int cli_arg_names(const char *arg, const char *const *names);
 
 /* ---- failures under --json ------------------------------------------------------------
  * With --json, a failing subcommand still prints one JSON object on stdout (README,

@@ -488,6 +488,9 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
 				      argv[optind - 1]);
+			if (cli_arg_names(argv[optind - 1], (const char *const[]){"pattern", "cache-size", "line-size", "coalesce",
+										  "steps", "working-set", NULL}))
+				fprintf(stderr, "bench: %s is an option of bam bench --array\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench [options]     (all options: bam bench --help)\n");
 			return 2;
 		bad: {

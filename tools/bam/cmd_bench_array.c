@@ -163,6 +163,11 @@ int bam_bench_array(int argc, char **argv)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bench --array: bad option '%s': unknown, ambiguous or missing its value "
 				      "(bam bench --array --help)\n", argv[optind - 1]);
+			if (cli_arg_names(argv[optind - 1],
+					  (const char *const[]){"rw", "rwmixread", "bs", "runtime", "number_ios", "iodepth",
+								"qpairs", "queue-depth", "verify", "baseline", "seed", "compare",
+								"posix-threads", "uring-threads", "uring-qd", "prefill", NULL}))
+				fprintf(stderr, "bench --array: %s is an option of bam bench without --array\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
 			return 2;
 		bad: {

@@ -47,7 +47,8 @@ static void import_usage(FILE *f)
 		"edge buffer (--mem), whatever the size of the text.\n"
 		"\n"
 		"options:\n"
-		"  -o, --output PATH      output graph file (written to PATH.tmp.XXXXXX, then renamed);\n"
+		"  -o, --output PATH      output graph file (an unnamed file beside PATH until complete,\n"
+		"                         then put in place; nothing is left behind on failure);\n"
 		"                         an existing PATH must be a regular file (else exit status 2)\n"
 		"  -f, --format FMT       auto (default: by name .mtx/.graph-txt/.arcs[.gz], else by content),\n"
 		"                         snap   '#' comments, 'src dst' per line (tab or space), 0-based,\n"
@@ -437,27 +438,6 @@ static int is_control(const unsigned char *p, size_t n)
 	return (n == 1 && (p[0] < 0x20 || p[0] == 0x7f)) || (n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
 }
 
-/* s for a terminal: valid printable UTF-8 as it is; control characters and bytes that
- * are not valid UTF-8 as \xNN, one per byte, and a backslash as \\ (so the text
- * reads back unambiguously). Strings from a file (a graph's source field) can hold
- * anything, terminal escape sequences included. */
-static void text_escaped(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = cli_utf8_len(p);
-		if (!n || is_control(p, n)) {
-			for (size_t i = 0; i < (n ? n : 1); i++)
-				fprintf(f, "\\x%02x", p[i]);
-			p += n ? n : 1;
-		} else if (*p == '\\') {
-			fputs("\\\\", f);
-			p++;
-		} else {
-			fwrite(p, 1, n, f);
-			p += n;
-		}
-	}
-}
 
 static void json_string(FILE *f, const char *s)
 {
@@ -526,7 +506,7 @@ static int cmd_info(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		cli_fail("bam graph info: need one GRAPH file\n");
+		cli_fail("bam graph info: expected one GRAPH argument, got %d\n", argc - optind);
 		info_usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -584,12 +564,12 @@ static int cmd_info(int argc, char **argv)
 		 * control characters and invalid UTF-8 are shown escaped, not sent to the
 		 * terminal */
 		printf("file:          ");
-		text_escaped(stdout, path);
+		cli_text_escaped(stdout, path);
 		printf("\nformat:        BAMCSR version %u\n", h.version);
 		printf("source:        ");
 		if (!h.source[0])
 			printf("(none)");
-		text_escaped(stdout, h.source);
+		cli_text_escaped(stdout, h.source);
 		putchar('\n');
 		printf("flags:         0x%x (%s)\n", h.flags, ftxt);
 		printf("vertices:      %" PRIu64 "\n", h.n_vertices);

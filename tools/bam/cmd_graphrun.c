@@ -1263,8 +1263,11 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		cJSON_Delete(j);
 		return;
 	}
-	printf("%s %s: mode=%s target=%s storage=%s offsets=%u bytes\n", alg, o->graph, mode_names[o->mode],
-	       r->on_gpu ? "gpu" : "cpu", r->backend_desc, r->off_bytes);
+	printf("%s ", alg);
+	cli_text_escaped(stdout, o->graph); /* (a file name can hold a terminal's escape sequences) */
+	printf(": mode=%s target=%s storage=", mode_names[o->mode], r->on_gpu ? "gpu" : "cpu");
+	cli_text_escaped(stdout, r->backend_desc); /* (media paths, as the graph's) */
+	printf(" offsets=%u bytes\n", r->off_bytes);
 	if (do_cc)
 		printf("  components=%llu passes over the arcs=%u compute=%.3f s (%.3g edges/s)\n",
 		       (unsigned long long)r->components, r->passes, r->compute_s, teps);
