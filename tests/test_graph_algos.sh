@@ -419,6 +419,21 @@ if [ "$rc" -ne 0 ] && grep -q "notdir is not a folder" "$W/out"; then
 else
   fail=$((fail + 1)); echo "FAIL: import -o under a file (exit $rc)"; cat "$W/out"
 fi
+# a generate whose output cannot fit where it goes is refused before it starts (an edge
+# factor of 2^32-1 asked for 17.6 TB and wrote progress lines for hours); --mem below 1M
+# is refused (1K took a pass over the input per few arcs)
+rc=0; "$BAM" graph generate --scale=10 --edge-factor=4294967295 -o "$W/huge.bcsr" >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && grep -q "the output needs .* GB .* free" "$W/out" && [ ! -e "$W/huge.bcsr" ]; then
+  pass=$((pass + 1)); echo "ok: generate refuses an output larger than the free space"
+else
+  fail=$((fail + 1)); echo "FAIL: generate of 17.6 TB (exit $rc)"; cat "$W/out"
+fi
+rc=0; "$BAM" graph import "$k" -o "$W/m.bcsr" --mem=1K >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "at least 1M" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: import --mem=1K refused"
+else
+  fail=$((fail + 1)); echo "FAIL: import --mem=1K (exit $rc)"; cat "$W/out"
+fi
 refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <cjson/cJSON.h>
 
 #include "bam/graph.h"
@@ -210,6 +211,11 @@ static int build_opt(int c, const char *arg, const char *cmd, struct bam_graph_b
 	case OPT_MEM:
 		if (parse_size(arg, &o->mem_limit) || o->mem_limit == 0) {
 			fprintf(stderr, "bam graph %s: bad --mem '%s' (e.g. 512M, 4G)\n", cmd, arg);
+			return -1;
+		}
+		if (o->mem_limit < (1u << 20)) { /* (1K took 1196 passes over cnr-2000's text) */
+			fprintf(stderr, "bam graph %s: --mem %s: at least 1M (a smaller edge buffer takes a pass over "
+					"the input per few thousand arcs)\n", cmd, arg);
 			return -1;
 		}
 		return 1;
@@ -419,6 +425,32 @@ static int cmd_generate(int argc, char **argv)
 		fprintf(stderr, "bam graph generate: need --scale S and -o OUTPUT\n");
 		generate_usage(stderr);
 		return EXIT_USAGE;
+	}
+	{ /* the output's size (an upper bound with --dedup or --drop-self-loops) against the
+	   * free space where it goes: a graph that cannot fit is refused now, not after
+	   * hours of writing (an edge factor of 2^32 asked for terabytes) */
+		const long double n = (long double)(1ull << p.scale),
+				  drawn = n * p.edge_factor * ((o.build_flags & BAM_GRAPH_BUILD_SYMMETRIZE) ? 2 : 1),
+				  /* (--dedup: no more arcs than vertex pairs) */
+				  arcs = (o.build_flags & BAM_GRAPH_BUILD_DEDUP) && n * n < drawn ? n * n : drawn,
+				  idb = o.id_bytes ? o.id_bytes : (n <= (long double)UINT32_MAX ? 4 : 8),
+				  need = 4096.0L + (n + 1) * 8 + arcs * idb;
+		char dir[4096];
+		const char *slash = strrchr(output, '/');
+		if (slash)
+			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - output) + (slash == output), output);
+		else
+			snprintf(dir, sizeof(dir), ".");
+		struct statvfs fs;
+		const long double avail = statvfs(dir, &fs) == 0 ? (long double)fs.f_bavail * fs.f_frsize : -1;
+		if (avail >= 0 && need > avail) {
+			const int upper = (o.build_flags & (BAM_GRAPH_BUILD_DEDUP | BAM_GRAPH_BUILD_DROP_SELF_LOOPS)) != 0;
+			fprintf(stderr, "bam graph generate: the output needs %s%.3Lg GB (%.3Lg arcs of %d bytes), but %s has %.3Lg GB free%s\n",
+				upper ? "up to " : "", need / 1e9, arcs, (int)idb, dir, avail / 1e9,
+				upper ? ": going on, as --dedup/--drop-self-loops may make it smaller" : "");
+			if (!upper)
+				return 1;
+		}
 	}
 	o.progress = quiet ? NULL : stderr;
 	rc = bam_graph_generate_kron(output, &p, &o, &st, err, sizeof(err));
