@@ -29,6 +29,7 @@ struct bench_opts {
 	enum bench_rw rw;
 	uint32_t rwmix_read;
 	uint64_t bs, size, number_ios, threads;
+	const char *bs_arg;   /* --bs as given (messages), NULL: the default */
 	double runtime;
 	uint32_t iodepth, qpairs, queue_depth, verify, json, baseline, quiet, workers;
 	uint64_t timeout_ms, seed;
@@ -440,7 +441,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 			}
 			break;
 		case 'm': if (cli_u32(optarg, 0, 100, &o.rwmix_read)) goto bad; break;
-		case 'b': if (bam_parse_size(optarg, &o.bs)) goto bad; break;
+		case 'b': if (bam_parse_size(optarg, &o.bs)) goto bad; o.bs_arg = optarg; break;
 		case 's': if (bam_parse_size(optarg, &o.size)) goto bad; break;
 		case 't':
 			o.runtime = strtod(optarg, &end);
@@ -506,7 +507,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		return 2;
 	}
 	if (o.bs < 512 || o.bs > (1u << 20) || (o.bs & 511)) {
-		cli_fail("bench: --bs=%llu: must be 512 B to 1 MiB, a multiple of 512\n", (unsigned long long)o.bs);
+		cli_fail("bench: --bs=%s: %llu bytes; must be 512 B to 1 MiB, a multiple of 512 (and of the LBA size)\n",
+			 o.bs_arg ? o.bs_arg : "?", (unsigned long long)o.bs);
 		return 2;
 	}
 	if (o.size < o.bs) {
@@ -614,7 +616,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	uint32_t n_ctrl = bam_ctx_ctrl_count(ctx);
 	int exit_code = 0;
 	if (o.bs % ns.lba_size) {
-		cli_fail("bench: --bs=%llu is not a multiple of the LBA size %u\n", (unsigned long long)o.bs, ns.lba_size);
+		cli_fail("bench: --bs=%s is not a multiple of the LBA size %u (--bs: %llu bytes)\n", o.bs_arg ? o.bs_arg : "4k",
+			 ns.lba_size, (unsigned long long)o.bs);
 		bam_ctx_close(ctx);
 		return 2;
 	}
@@ -852,7 +855,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 			cJSON_AddItemToObject(j, "error", cli_json_error(exit_code));
 			cli_json_printed();
 		}
-		char *s = cJSON_Print(j);
+		char *s = cJSON_PrintUnformatted(j); /* one line, as bfs, cc and graph info print */
 		printf("%s\n", s);
 		free(s);
 		cJSON_Delete(j);
