@@ -369,7 +369,7 @@ static struct {
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	last_range.s = NULL;
-	char *end;
+	char *end = NULL;
 	errno = 0;
 	/* rejects '-', '+', spaces, empty */
 	unsigned long long v = s && isdigit((unsigned char)s[0]) ? strtoull(s, &end, 10) : 0;
