@@ -218,14 +218,22 @@ for sig in INT TERM; do
   if python3 - "$BAM" "$k" "$W/sig.img" "$sig" <<'PY'
 import os, signal, subprocess, sys, time
 bam, g, media, sig = sys.argv[1:5]
+# (SIGINT as the default action in the child: a shell's background job ignores it, and
+# bam keeps a signal its caller ignores)
 p = subprocess.Popen([bam, "bfs", g, "--sources=100000", "--target=cpu", "--quiet",
-                      "--backend=emu:path=%s,size=64M" % media], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-t = time.time()
-while not os.path.exists(media) and time.time() - t < 60:
-    time.sleep(0.01)
-time.sleep(0.3)  # into the run
-p.send_signal(getattr(signal, "SIG" + sig))
-rc = p.wait(timeout=60)
+                      "--backend=emu:path=%s,size=64M" % media], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+try:
+    t = time.time()
+    while not os.path.exists(media) and time.time() - t < 60:
+        time.sleep(0.01)
+    time.sleep(0.3)  # into the run
+    p.send_signal(getattr(signal, "SIG" + sig))
+    rc = p.wait(timeout=60)
+finally:
+    if p.poll() is None:
+        p.kill()
+        p.wait()
 sys.exit(0 if rc == -getattr(signal, "SIG" + sig) and not os.path.exists(media) else 1)
 PY
   then pass=$((pass + 1)); echo "ok: SIG$sig: the run's media file is removed"
@@ -239,12 +247,17 @@ import json, os, subprocess, sys, time
 bam, g, media = sys.argv[1:4]
 p = subprocess.Popen([bam, "bfs", g, "--sources=100000", "--target=cpu", "--quiet", "--json",
                       "--backend=emu:path=%s,size=64M" % media], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-t = time.time()
-while not os.path.exists(media) and time.time() - t < 60:
-    time.sleep(0.01)
-time.sleep(0.3)
-os.truncate(media, 0)
-out, err = p.communicate(timeout=60)
+try:
+    t = time.time()
+    while not os.path.exists(media) and time.time() - t < 60:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    os.truncate(media, 0)
+    out, err = p.communicate(timeout=60)
+finally:
+    if p.poll() is None:
+        p.kill()
+        p.wait()
 e = json.loads(out)["error"]
 ok = (p.returncode == 1 and b"SIGBUS" in err and "shrank" in e["message"] and e["exit_status"] == 1
       and not os.path.exists(media))
@@ -258,6 +271,18 @@ cp "$W/in9.snap" "$W/in9.keep"
 refuse2 "demo: the input as file media" "is the input" "$BAM" demo "$W/in9.snap" --backend="file:$W/in9.snap,size=1M"
 refuse2 "demo: the input as emu media" "is the input" "$BAM" demo "$W/in9.snap" --backend="emu:path=$W/in9.snap,size=1M"
 if cmp -s "$W/in9.snap" "$W/in9.keep"; then pass=$((pass + 1)); echo "ok: demo's input is intact"; else fail=$((fail + 1)); echo "FAIL: demo's input was changed"; fi
+# demo on a FIFO: refused by the import, not blocked opening it (with media files to
+# compare against it, too)
+mkfifo "$W/fifo.snap"
+for be in emu "file:$W/fifo-media.img,size=1M"; do
+  rc=0; timeout 30 "$BAM" demo "$W/fifo.snap" --quiet --backend="$be" >"$W/out" 2>&1 || rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "not a regular file" "$W/out"; then
+    pass=$((pass + 1)); echo "ok: demo on a FIFO ($be): refused at once"
+  else
+    fail=$((fail + 1)); echo "FAIL: demo on a FIFO ($be) (exit $rc; 124: it blocked)"; cat "$W/out"
+  fi
+done
+rm -f "$W/fifo.snap" "$W/fifo-media.img"
 refuse2 "demo: --source with --sources" "give one" "$BAM" demo "$W/in9.snap" --source=1 --sources=3
 refuse2 "media too small for the graph" "holds 65536 bytes, but the graph's offsets and edges need" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
 if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi
@@ -422,7 +447,7 @@ fi
 # a generate whose output cannot fit where it goes is refused before it starts (an edge
 # factor of 2^32-1 asked for 17.6 TB and wrote progress lines for hours); --mem below 1M
 # is refused (1K took a pass over the input per few arcs)
-rc=0; "$BAM" graph generate --scale=10 --edge-factor=4294967295 -o "$W/huge.bcsr" >"$W/out" 2>&1 || rc=$?
+rc=0; timeout 60 "$BAM" graph generate --scale=10 --edge-factor=4294967295 -o "$W/huge.bcsr" >"$W/out" 2>&1 || rc=$?
 if [ "$rc" -eq 1 ] && grep -q "the output needs .* GB .* free" "$W/out" && [ ! -e "$W/huge.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: generate refuses an output larger than the free space"
 else

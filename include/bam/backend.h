@@ -55,7 +55,8 @@ struct bam_backend_ops {
 	/* Optional: parse 'args' as check does, and call cb once per file or device that
 	 * open would take as a controller's media, in controller order (stop at cb's
 	 * non-zero return and return it). 0, or -EINVAL with the message open would give.
-	 * (Last, so back ends built against the struct without it keep their layout.) */
+	 * (Added after the others: a back end built against an older bam/backend.h has no
+	 * such field and must be rebuilt.) */
 	int (*media)(const char *args, int (*cb)(void *arg, const char *path), void *arg, char *err,
 		     size_t errlen);
 };

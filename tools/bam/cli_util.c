@@ -77,9 +77,16 @@ static void media_unlink_created(const struct cli_media *m)
 
 static void json_signal_error(const char *msg, size_t len);
 
-static void media_on_signal(int sig)
+static void media_on_signal(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	const struct cli_media *m = media_live;
+	if (sig == SIGBUS && (!m || si->si_code == BUS_MCEERR_AR || si->si_code == BUS_MCEERR_AO)) {
+		/* not a run's mapped media (none live, or a machine-check memory error): the
+		 * default action, when the fault repeats on return */
+		signal(SIGBUS, SIG_DFL);
+		return;
+	}
 	if (m)
 		media_unlink_created(m);
 	if (sig == SIGBUS) {
@@ -94,19 +101,30 @@ static void media_on_signal(int sig)
 	raise(sig);
 }
 
-static void media_watch(const struct cli_media *m)
+/* mapped: the media are emu's memory-mapped files (SIGBUS when one is cut short) */
+static void media_watch(const struct cli_media *m, int mapped)
 {
-	static int installed;
+	static int installed, installed_bus;
 	media_live = m;
-	if (installed || !m->n)
+	if (!m->n)
 		return;
-	installed = 1;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = media_on_signal;
+	sa.sa_sigaction = media_on_signal;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
-	const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGBUS};
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+	int sigs[4], ns = 0;
+	if (!installed) {
+		sigs[ns++] = SIGINT;
+		sigs[ns++] = SIGTERM;
+		sigs[ns++] = SIGHUP;
+		installed = 1;
+	}
+	if (mapped && !installed_bus) {
+		sigs[ns++] = SIGBUS;
+		installed_bus = 1;
+	}
+	for (int i = 0; i < ns; i++) {
 		struct sigaction old;
 		/* a signal the caller ignores (nohup, a shell's background job) stays ignored */
 		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
@@ -121,6 +139,8 @@ void cli_media_keep(const struct cli_media *m)
 		media_live = NULL;
 }
 
+static int is_emu(const char *backend);
+
 /* The back end's own parser says which files the open takes (bam_backend_media): a
  * parser of our own here read count=0x2 as 0 and took path tokens with '=' for options,
  * so the graph file could be given as media without being recognised. A string the
@@ -129,9 +149,13 @@ void cli_media_note(struct cli_media *m, const char *backend)
 {
 	m->n = 0;
 	m->incomplete = 0;
-	if (bam_backend_media(*backend ? backend : "emu", media_cb, m, NULL, 0))
+	const char *b = *backend ? backend : "emu";
+	const int rc = bam_backend_media(b, media_cb, m, NULL, 0);
+	if (rc == -EINVAL) /* (a string the open refuses too) */
 		m->n = 0;
-	media_watch(m);
+	else if (rc) /* not all listed (out of memory): the caller refuses the run */
+		m->incomplete = 1;
+	media_watch(m, is_emu(b));
 }
 
 const char *cli_media_same(const struct cli_media *m, int fd)
@@ -162,8 +186,8 @@ const char *cli_media_same(const struct cli_media *m, int fd)
 
 void cli_media_forget(const struct cli_media *m)
 {
+	media_unlink_created(m); /* (first: a signal meanwhile unlinks them too) */
 	cli_media_keep(m);
-	media_unlink_created(m);
 }
 
 /* 'backend' names the emulator ("emu" or "emu:..."; the empty string, which also

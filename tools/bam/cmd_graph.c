@@ -426,7 +426,7 @@ static int cmd_generate(int argc, char **argv)
 		generate_usage(stderr);
 		return EXIT_USAGE;
 	}
-	{ /* the output's size (an upper bound with --dedup or --drop-self-loops) against the
+	{ /* the output's size (an upper bound with --dedup, near with --drop-self-loops) against the
 	   * free space where it goes: a graph that cannot fit is refused now, not after
 	   * hours of writing (an edge factor of 2^32 asked for terabytes) */
 		const long double n = (long double)(1ull << p.scale),
@@ -444,10 +444,11 @@ static int cmd_generate(int argc, char **argv)
 		struct statvfs fs;
 		const long double avail = statvfs(dir, &fs) == 0 ? (long double)fs.f_bavail * fs.f_frsize : -1;
 		if (avail >= 0 && need > avail) {
-			const int upper = (o.build_flags & (BAM_GRAPH_BUILD_DEDUP | BAM_GRAPH_BUILD_DROP_SELF_LOOPS)) != 0;
+			/* (--dedup may remove many arcs; --drop-self-loops few: still refused) */
+			const int upper = (o.build_flags & BAM_GRAPH_BUILD_DEDUP) != 0;
 			fprintf(stderr, "bam graph generate: the output needs %s%.3Lg GB (%.3Lg arcs of %d bytes), but %s has %.3Lg GB free%s\n",
 				upper ? "up to " : "", need / 1e9, arcs, (int)idb, dir, avail / 1e9,
-				upper ? ": going on, as --dedup/--drop-self-loops may make it smaller" : "");
+				upper ? ": going on, as --dedup may make it smaller" : "");
 			if (!upper)
 				return 1;
 		}

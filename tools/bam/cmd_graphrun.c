@@ -744,7 +744,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		 * media files this run creates are removed again if it fails */
 		cli_media_note(&media, backend);
 		if (media.incomplete) { /* (more names than any back end takes: it would refuse them) */
-			cli_fail("%s: --backend=%s: more than %d media files, or a path past PATH_MAX: at most %d controllers\n",
+			cli_fail("%s: --backend=%s: its media files could not all be listed (more than %d, a path past "
+				 "PATH_MAX, or out of memory): at most %d controllers\n",
 				 do_cc ? "cc" : "bfs", o->backend, CLI_MEDIA_MAX, CLI_MEDIA_MAX);
 			media.n = 0;
 			exit_code = 2;
@@ -1585,7 +1586,10 @@ int bam_cmd_demo(int argc, char **argv)
 		 * imported graph only) */
 		static struct cli_media md; /* (128 KiB: not on the stack) */
 		cli_media_note(&md, o.backend);
-		const int fd = open(input, O_RDONLY | O_CLOEXEC);
+		/* (no media files, nothing to open; O_NONBLOCK, O_NOCTTY: a FIFO or a terminal
+		 * named as the input must not block here or become ours; the import refuses
+		 * them) */
+		const int fd = md.n ? open(input, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) : -1;
 		const char *same = fd >= 0 ? cli_media_same(&md, fd) : NULL;
 		if (fd >= 0)
 			close(fd);
