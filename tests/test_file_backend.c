@@ -360,6 +360,23 @@ static int unmapped(uint64_t lo, uint64_t hi)
  * the kernel fails every read and write there with EIO; procfs also refuses
  * O_DIRECT, which exercises the fallback to buffered I/O.
  */
+
+/* Element i of a u64 array of n elements over controller 0, through a cache of 4 lines
+ * of 4 KiB: its line's fill fails, and the read gets -EIO. */
+static void expect_array_read_eio(struct bam_ctx *ctx, uint64_t n, uint64_t i)
+{
+	struct bam_cache *c;
+	struct bam_cache_opts co = {.capacity = 4 << 12, .line_size = 4096};
+	assert_int_equal(bam_cache_create(ctx, &co, &c), 0);
+	struct bam_array *a;
+	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
+	assert_int_equal(bam_array_create(c, &ao, &a), 0);
+	uint64_t v = 0;
+	assert_int_equal(bam_array_read_u64(bam_array_dev(a), i, &v), -EIO);
+	bam_array_destroy(a);
+	bam_cache_destroy(c);
+}
+
 static void test_kernel_eio(void **state)
 {
 	(void)state;
@@ -380,16 +397,7 @@ static void test_kernel_eio(void **state)
 	bam_ctx_ctrl_stats(ctx, 0, &cs);
 	assert_int_equal(cs.errors, 2);
 	/* through the cache: the failed fill reaches the caller as -EIO */
-	struct bam_cache *c;
-	struct bam_cache_opts co = {.capacity = 4 << 12, .line_size = 4096};
-	assert_int_equal(bam_cache_create(ctx, &co, &c), 0);
-	struct bam_array *a;
-	struct bam_array_opts ao = {.n_elems = 1024, .elem_size = 8};
-	assert_int_equal(bam_array_create(c, &ao, &a), 0);
-	uint64_t v = 0;
-	assert_int_equal(bam_array_read_u64(bam_array_dev(a), 5, &v), -EIO);
-	bam_array_destroy(a);
-	bam_cache_destroy(c);
+	expect_array_read_eio(ctx, 1024, 5);
 	free(b);
 	bam_ctx_close(ctx);
 }
@@ -434,16 +442,7 @@ static void test_shrunk_file_read_error(void **state)
 		assert_int_equal(bam_ctx_media_read(ctx, 0, 0, b, 512), 0);
 		expect_file_bytes(4, 0, b, 512);
 		/* through the cache: the failed fill reaches the caller as -EIO */
-		struct bam_cache *c;
-		struct bam_cache_opts co = {.capacity = 4 << 12, .line_size = 4096};
-		assert_int_equal(bam_cache_create(ctx, &co, &c), 0);
-		struct bam_array *a;
-		struct bam_array_opts ao = {.n_elems = 8192, .elem_size = 8};
-		assert_int_equal(bam_array_create(c, &ao, &a), 0);
-		uint64_t v = 0;
-		assert_int_equal(bam_array_read_u64(bam_array_dev(a), 4096, &v), -EIO);
-		bam_array_destroy(a);
-		bam_cache_destroy(c);
+		expect_array_read_eio(ctx, 8192, 4096);
 		/* grown again: the new blocks are a hole inside the file, zeros */
 		assert_int_equal(truncate(p, 64 << 10), 0);
 		assert_int_equal(io(ctx, 0, NVME_CMD_READ, 100, 16, b, &st), 0);

@@ -192,8 +192,9 @@ BAM_API void bam_csr_free(struct bam_csr *g);
  * Errors: -EINVAL (g inconsistent: bad id_bytes, offsets not monotonic or not ending at
  * n_edges, id >= n, a list not ascending, a flag contradicted by the data), -EEXIST
  * (an existing `path` that is not a regular file: not replaced; or `path` ending in
- * '/'), -ENAMETOOLONG (`path` past PATH_MAX, its name past NAME_MAX), -EACCES etc. (its
- * folder cannot be written in), -errno of open/write/fsync/linkat/rename.
+ * '/'), -ENAMETOOLONG (`path` past PATH_MAX, its name past NAME_MAX), -ENOTDIR (its
+ * folder is a file), -EACCES etc. (its folder cannot be written in), -errno of
+ * open/write/fsync/linkat/rename.
  */
 BAM_API int bam_graph_write(const char *path, const struct bam_csr *g, uint32_t flags,
 			    const char *source, char *err, size_t errlen);
@@ -298,8 +299,8 @@ struct bam_graph_build_stats {
  * replaced; a device, FIFO, socket, directory or symbolic link there is refused).
  * Errors (err names the file and line): -ENOENT etc. (open input), -EEXIST (an existing
  * `output` that is not a regular file, or one ending in '/'), -ENAMETOOLONG (`output`
- * past PATH_MAX, or its name past NAME_MAX), -EACCES etc. (its folder cannot be written
- * in; said before the input is read), -EINVAL (input not a regular file; `output` is the input file, under
+ * past PATH_MAX, or its name past NAME_MAX), -ENOTDIR (its folder is a file), -EACCES
+ * etc. (its folder cannot be written in; said before the input is read), -EINVAL (input not a regular file; `output` is the input file, under
  * any name; malformed input: garbage token, negative id, id out of the declared range, counts that disagree
  * with the header or size line, truncated input, data after the end of a gzip stream,
  * empty input, unknown format), -ERANGE
@@ -328,8 +329,8 @@ struct bam_kron_params {
  * is byte-identical for the same parameters and options whatever o->threads and
  * o->mem_limit. Memory: 8*(n+1) bytes plus the edge buffer (o->mem_limit; one more
  * generation pass per extra buffer-full).
- * Errors: -EINVAL (parameters), -EEXIST, -ENAMETOOLONG and -EACCES etc. for `output` as
- * for import, -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
+ * Errors: -EINVAL (parameters), -EEXIST, -ENAMETOOLONG, -ENOTDIR and -EACCES etc. for
+ * `output` as for import, -ERANGE (id_bytes 4 with scale >= 32), -ENOMEM, -errno.
  */
 BAM_API int bam_graph_generate_kron(const char *output, const struct bam_kron_params *p,
 				    const struct bam_graph_build_opts *o,

@@ -218,6 +218,16 @@ static int emu_kv(void *arg, const char *k, const char *v)
 
 /* ---- media --------------------------------------------------------------------- */
 
+/* Controller i's media file of n: path=P itself, or P.i with more than one controller
+ * (media_open opens it, emu_media lists it). */
+static void media_path(const struct emu_cfg *cfg, uint32_t n, uint32_t i, char *path, size_t len)
+{
+	if (n > 1)
+		snprintf(path, len, "%s.%u", cfg->path, i);
+	else
+		snprintf(path, len, "%s", cfg->path);
+}
+
 static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 {
 	struct emu_host_ctrl *hc = &e->c[i];
@@ -225,10 +235,7 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 	hc->fd = -1;
 	if (e->cfg.media_file) {
 		char path[1040];
-		if (e->n > 1)
-			snprintf(path, sizeof(path), "%s.%u", e->cfg.path, i);
-		else
-			snprintf(path, sizeof(path), "%s", e->cfg.path);
+		media_path(&e->cfg, e->n, i, path, sizeof(path));
 		/* created only when size= says how large: a missing file without it is an
 		 * error that leaves nothing behind; a file this open created is removed
 		 * again if the open fails (media_forget). O_NONBLOCK, O_NOCTTY: a FIFO or a
@@ -428,10 +435,7 @@ static int emu_media(const char *args, int (*cb)(void *arg, const char *path), v
 	int rc = emu_cfg_parse(args, &cfg, err, errlen);
 	for (uint32_t i = 0; !rc && cfg.media_file && i < cfg.count; i++) {
 		char path[1040];
-		if (cfg.count > 1)
-			snprintf(path, sizeof(path), "%s.%u", cfg.path, i);
-		else
-			snprintf(path, sizeof(path), "%s", cfg.path);
+		media_path(&cfg, cfg.count, i, path, sizeof(path));
 		rc = cb(arg, path);
 	}
 	return rc;

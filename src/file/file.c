@@ -444,41 +444,50 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 
 static void file_close(void *priv);
 
-static int file_check(const char *args, char *err, size_t errlen)
+/* 'args' into *cfg (zeroed first) with the checks that need nothing opened: 0, or
+ * -EINVAL with its message in err. The caller frees cfg->paths either way. */
+static int file_cfg_parse(const char *args, struct file_cfg *cfg, char *err, size_t errlen)
 {
-	struct file_cfg cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	int rc = bam_kv_parse(args, file_kv, &cfg);
-	if (!rc && !cfg.n_paths) {
-		snprintf(cfg.bad, sizeof(cfg.bad), "no file named (file:PATH[,PATH...][,key=value...])");
+	memset(cfg, 0, sizeof(*cfg));
+	int rc = bam_kv_parse(args, file_kv, cfg);
+	if (!rc && !cfg->n_paths) {
+		snprintf(cfg->bad, sizeof(cfg->bad), "no file named (file:PATH[,PATH...][,key=value...])");
 		rc = -EINVAL;
 	}
 	/* the LBA size is at least 512 (without lba=, the device's, rounded up to 512) */
-	const uint32_t lba = cfg.lba ? cfg.lba : 512;
-	if (!rc && cfg.size % lba) {
-		snprintf(cfg.bad, sizeof(cfg.bad), "size %llu is not a multiple of the LBA size %u",
-			 (unsigned long long)cfg.size, lba);
+	const uint32_t lba = cfg->lba ? cfg->lba : 512;
+	if (!rc && cfg->size % lba) {
+		snprintf(cfg->bad, sizeof(cfg->bad), "size %llu is not a multiple of the LBA size %u",
+			 (unsigned long long)cfg->size, lba);
 		rc = -EINVAL;
 	}
 	if (rc)
-		snprintf(err, errlen, "file: %s", cfg.bad[0] ? cfg.bad : "malformed options");
-	for (uint32_t i = 0; i < cfg.n_paths; i++)
-		free(cfg.paths[i]);
+		snprintf(err, errlen, "file: %s", cfg->bad[0] ? cfg->bad : "malformed options");
+	return rc;
+}
+
+static void file_cfg_free(struct file_cfg *cfg)
+{
+	for (uint32_t i = 0; i < cfg->n_paths; i++)
+		free(cfg->paths[i]);
+}
+
+static int file_check(const char *args, char *err, size_t errlen)
+{
+	struct file_cfg cfg;
+	int rc = file_cfg_parse(args, &cfg, err, errlen);
+	file_cfg_free(&cfg);
 	return rc;
 }
 
 /* the paths, one controller each, as file_open takes them */
 static int file_media(const char *args, int (*cb)(void *arg, const char *path), void *arg, char *err, size_t errlen)
 {
-	int rc = file_check(args, err, errlen);
 	struct file_cfg cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	if (!rc)
-		rc = bam_kv_parse(args, file_kv, &cfg);
+	int rc = file_cfg_parse(args, &cfg, err, errlen);
 	for (uint32_t i = 0; !rc && i < cfg.n_paths; i++)
 		rc = cb(arg, cfg.paths[i]);
-	for (uint32_t i = 0; i < cfg.n_paths; i++)
-		free(cfg.paths[i]);
+	file_cfg_free(&cfg);
 	return rc;
 }
 

@@ -407,14 +407,14 @@ int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int cli_arg_names(const char *arg, const char *const *names)
+int cli_arg_names(const char *arg, const struct option *lo)
 {
 	if (!arg || strncmp(arg, "--", 2))
 		return 0;
 	arg += 2;
 	const size_t n = strcspn(arg, "=");
-	for (; *names; names++)
-		if (strlen(*names) == n && !strncmp(arg, *names, n))
+	for (; lo->name; lo++)
+		if (strlen(lo->name) == n && !strncmp(arg, lo->name, n))
 			return 1;
 	return 0;
 }

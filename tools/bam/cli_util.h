@@ -81,9 +81,10 @@ int cli_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
  * cli_u32 refused was the string arg (the same pointer: an option's optarg), else "";
  * written into buf, returned. For the messages of refused option values. */
 const char *cli_range_hint(const char *arg, char *buf, size_t len);
-/* Does the command-line word arg ("--NAME" or "--NAME=VALUE") name one of names (a NULL-
- * terminated list)? For saying which command an option belongs to. */
-int cli_arg_names(const char *arg, const char *const *names);
+/* Does the command-line word arg ("--NAME" or "--NAME=VALUE") name an option of lo (a
+ * getopt_long table)? For saying which command an option belongs to. */
+struct option;
+int cli_arg_names(const char *arg, const struct option *lo);
 
 /* ---- failures under --json ------------------------------------------------------------
  * With --json, a failing subcommand still prints one JSON object on stdout (README,

@@ -411,19 +411,22 @@ static void cmp_print(const struct cmp_out *c, int on_gpu, double iops, double m
 	}
 }
 
+/* bam bench's options (bam bench --array has its own: bench_array_options) */
+const struct option bench_io_options[] = {
+	{"rw", 1, 0, 'r'}, {"rwmixread", 1, 0, 'm'}, {"bs", 1, 0, 'b'}, {"size", 1, 0, 's'},
+	{"runtime", 1, 0, 't'}, {"number_ios", 1, 0, 'n'}, {"iodepth", 1, 0, 'd'}, {"threads", 1, 0, 'T'},
+	{"qpairs", 1, 0, 'q'}, {"queue-depth", 1, 0, 'Q'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'},
+	{"verify", 1, 0, 'v'}, {"baseline", 1, 0, 'L'}, {"timeout-ms", 1, 0, 'o'}, {"seed", 1, 0, 'S'},
+	{"json", 0, 0, 'j'}, {"quiet", 0, 0, 'Z'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
+	{"compare", 1, 0, 'C'}, {"posix-threads", 1, 0, 'P'}, {"uring-threads", 1, 0, 'U'},
+	{"uring-qd", 1, 0, 'D'}, {"prefill", 1, 0, 'F'}, {0, 0, 0, 0}};
+
 static int bench_run(int argc, char **argv, struct cli_media *media)
 {
 	struct bench_opts o = {.backend = "emu", .rw_name = "randread", .rw = BENCH_RANDREAD, .rwmix_read = 50,
 			       .bs = 4096, .size = 1ull << 30, .iodepth = 1, .verify = 1, .baseline = 2,
 			       .timeout_ms = 5000, .seed = 1, .prefill = 1, .uring_qd = 128};
-	static const struct option lo[] = {
-		{"rw", 1, 0, 'r'}, {"rwmixread", 1, 0, 'm'}, {"bs", 1, 0, 'b'}, {"size", 1, 0, 's'},
-		{"runtime", 1, 0, 't'}, {"number_ios", 1, 0, 'n'}, {"iodepth", 1, 0, 'd'}, {"threads", 1, 0, 'T'},
-		{"qpairs", 1, 0, 'q'}, {"queue-depth", 1, 0, 'Q'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'},
-		{"verify", 1, 0, 'v'}, {"baseline", 1, 0, 'L'}, {"timeout-ms", 1, 0, 'o'}, {"seed", 1, 0, 'S'},
-		{"json", 0, 0, 'j'}, {"quiet", 0, 0, 'Z'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
-		{"compare", 1, 0, 'C'}, {"posix-threads", 1, 0, 'P'}, {"uring-threads", 1, 0, 'U'},
-		{"uring-qd", 1, 0, 'D'}, {"prefill", 1, 0, 'F'}, {0, 0, 0, 0}};
+	const struct option *const lo = bench_io_options;
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--array"))
 			return bam_bench_array(argc, argv);
@@ -489,8 +492,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
 				      argv[optind - 1]);
-			if (cli_arg_names(argv[optind - 1], (const char *const[]){"pattern", "cache-size", "line-size", "coalesce",
-										  "steps", "working-set", NULL}))
+			if (cli_arg_names(argv[optind - 1], bench_array_options) && !cli_arg_names(argv[optind - 1], lo))
 				fprintf(stderr, "bench: %s is an option of bam bench --array\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench [options]     (all options: bam bench --help)\n");
 			return 2;

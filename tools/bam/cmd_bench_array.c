@@ -74,6 +74,14 @@ static int run_kernel(struct bam_ctx *ctx, struct abench_args *a, double *secs)
 	return rc;
 }
 
+/* bam bench --array's options (bam bench's: bench_io_options) */
+const struct option bench_array_options[] = {
+	{"array", 0, 0, 'A'}, {"pattern", 1, 0, 'p'}, {"cache-size", 1, 0, 'C'}, {"line-size", 1, 0, 'L'},
+	{"coalesce", 1, 0, 'c'}, {"size", 1, 0, 's'}, {"threads", 1, 0, 'T'}, {"steps", 1, 0, 'n'},
+	{"working-set", 1, 0, 'W'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'}, {"json", 0, 0, 'j'},
+	{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'},
+	{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+
 int bam_bench_array(int argc, char **argv)
 {
 	const char *backend = "emu", *cache_arg = "64M";
@@ -81,12 +89,7 @@ int bam_bench_array(int argc, char **argv)
 	uint32_t line = 4096, coalesce = 1, pattern = AB_RANDOM, json = 0, quiet = 0, workers = 0;
 	uint64_t timeout_ms = 0; /* 0: the library's default (bam_ctx_opts.timeout_ns) */
 	enum bam_target target = BAM_TARGET_AUTO;
-	static const struct option lo[] = {
-		{"array", 0, 0, 'A'}, {"pattern", 1, 0, 'p'}, {"cache-size", 1, 0, 'C'}, {"line-size", 1, 0, 'L'},
-		{"coalesce", 1, 0, 'c'}, {"size", 1, 0, 's'}, {"threads", 1, 0, 'T'}, {"steps", 1, 0, 'n'},
-		{"working-set", 1, 0, 'W'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'}, {"json", 0, 0, 'j'},
-		{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	const struct option *const lo = bench_array_options;
 	int ch;
 	cli_json_init("bench", argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -163,10 +166,7 @@ int bam_bench_array(int argc, char **argv)
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bench --array: bad option '%s': unknown, ambiguous or missing its value "
 				      "(bam bench --array --help)\n", argv[optind - 1]);
-			if (cli_arg_names(argv[optind - 1],
-					  (const char *const[]){"rw", "rwmixread", "bs", "runtime", "number_ios", "iodepth",
-								"qpairs", "queue-depth", "verify", "baseline", "seed", "compare",
-								"posix-threads", "uring-threads", "uring-qd", "prefill", NULL}))
+			if (cli_arg_names(argv[optind - 1], bench_io_options) && !cli_arg_names(argv[optind - 1], lo))
 				fprintf(stderr, "bench --array: %s is an option of bam bench without --array\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
 			return 2;

@@ -179,6 +179,15 @@ static void usage(FILE *f, const char *cmd)
 					  "                     graph without edges or --frontier=queue: no ranges)\n");
 }
 
+/* Bytes each of k controllers needs for the offsets (off_bytes) and edges (edge_bytes)
+ * in line-byte lines: each array striped over the controllers, rounded up on each
+ * (bam_array_create). */
+static uint64_t ns_need(uint64_t off_bytes, uint64_t edge_bytes, uint32_t line, uint32_t k)
+{
+	const uint64_t ol = (off_bytes + line - 1) / line, el = (edge_bytes + line - 1) / line;
+	return ((ol + k - 1) / k + (el + k - 1) / k) * line;
+}
+
 /* read a byte range of the graph file */
 static int pread_all(int fd, void *buf, uint64_t len, uint64_t off)
 {
@@ -767,9 +776,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				/* a media file to create (emu's media=file or the file back end; the
 				 * latter says -EIO): say how large, what the check below wants */
 				const uint32_t kk = !strncmp(backend, "file", 4) && media.n ? (uint32_t)media.n : k;
-				const uint64_t ol = (off_total + o->line - 1) / o->line,
-					       el = ((m ? m : 1) * hdr.id_bytes + o->line - 1) / o->line,
-					       per = ((ol + kk - 1) / kk + (el + kk - 1) / kk) * o->line;
+				const uint64_t per = ns_need(off_total, (m ? m : 1) * hdr.id_bytes, o->line, kk);
 				cli_fail("%s: this graph needs %llu bytes on each of %u controllers (%u-byte lines): "
 					 "size=%llu creates the media files at that size\n",
 					 do_cc ? "cc" : "bfs", (unsigned long long)per, kk, o->line,
@@ -782,9 +789,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		 * library's own refusal of the array that does not fit. Each array takes its
 		 * lines striped over the controllers, rounded up, on each (bam_array_create) */
 		const uint32_t nk = bam_ctx_ctrl_count(gm.ctx);
-		const uint64_t off_lines = (off_total + o->line - 1) / o->line,
-			       edge_lines = ((m ? m : 1) * hdr.id_bytes + o->line - 1) / o->line,
-			       need = ((off_lines + nk - 1) / nk + (edge_lines + nk - 1) / nk) * o->line;
+		const uint64_t need = ns_need(off_total, (m ? m : 1) * hdr.id_bytes, o->line, nk);
 		for (uint32_t c = 0; c < nk; c++) {
 			struct bam_ns_info ns;
 			if (bam_ctx_ns_info(gm.ctx, c, &ns) == 0 && ns.nlba * ns.lba_size < need) {
