@@ -71,9 +71,10 @@ BAM_API const struct bam_backend_ops *bam_backend_find(const char *name, size_t 
  * a tool sees exactly what the open would write (a tool that must not overwrite its own
  * input checks them before the open): cb(arg, path) once per path, in controller order;
  * a back end without media files (in-memory media, or none registered with this
- * operation) calls it for none. Opens and creates nothing. Returns 0, cb's first
- * non-zero return, or -EINVAL (unknown back end, malformed string: the message in err,
- * which may be NULL). */
+ * operation) calls it for none. path is a NUL-terminated file name, valid during the
+ * call only. Opens and creates nothing. Returns 0, cb's first non-zero return, or
+ * -EINVAL (unknown back end, malformed string: the message in err, errlen bytes at most,
+ * which may be NULL). Which paths emu and file list: docs/BACKENDS.md. */
 BAM_API int bam_backend_media(const char *backend, int (*cb)(void *arg, const char *path), void *arg, char *err,
 			      size_t errlen);
 
