@@ -379,7 +379,14 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
 #define BAM_KEEP_SKIPS 8u
 #endif
 
-/* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY / -ETIMEDOUT.
+/* Clock: lock a victim slot (BUSY). Returns the slot, or -EBUSY: every slot referenced
+ * or busy, and no I/O completed on the device (*progress, NULL: none counted) for
+ * timeout_ns since *deadline or the last completion seen. Bounded by the device's
+ * progress, not absolutely: with many more threads than slots (on the CPU target, 128
+ * threads on a cache of 2 lines) a thread can find every slot referenced for longer
+ * than a timeout while others fill and release lines, and an absolute bound failed its
+ * read (-EBUSY) while the run went on; a cache whose slots stay referenced with no I/O
+ * anywhere (every holder waiting) still fails after one timeout.
  * Retired and pinned slots met on the way are given back when their command is known
  * complete; after a fruitless sweep, helping their queues' CQ heads along. A REF bit
  * the hand passes is cleared by an atomic and nobody waits for (REF is only the
@@ -389,9 +396,10 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
  * them, and either way the hand no longer moves as a one-position clock's does (on
  * the H200: 32 positions, kron26 BFS read 5% more; 4 positions passed, kron22 CC read
  * 8% more; results/graph.md). */
-BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline)
+BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline, const uint32_t *progress,
+					     uint64_t timeout_ns)
 {
-	uint32_t iter = 0, kept = 0;
+	uint32_t iter = 0, kept = 0, seen = progress ? bam_load_relaxed_u32(progress) : 0;
 	for (;;) {
 		/* sweep twice the cache: the first pass may only clear REF bits */
 		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
@@ -411,9 +419,15 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 			if (bam_cas_acq_rel_gpu_u32(&c->state[s], st, st | BAM_SLOT_BUSY) == st)
 				return (int64_t)s;
 		}
-		/* every slot referenced or busy: wait for releases, bounded */
-		if (bam_time_ns() > deadline)
+		/* every slot referenced or busy: wait for releases, bounded by the device's
+		 * progress */
+		const uint32_t pr = progress ? bam_load_relaxed_u32(progress) : 0;
+		if (pr != seen) {
+			seen = pr;
+			deadline = bam_time_ns() + timeout_ns;
+		} else if (bam_time_ns() > deadline) {
 			return -EBUSY;
+		}
 		bam_spin_pause(iter++);
 	}
 }
@@ -481,7 +495,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			if (!deadline)
 				deadline = bam_time_ns() + a->io->timeout_ns;
 			const uint64_t pt0 = BAM_PROF_T();
-			int64_t s = bam_cache_pick_victim(c, deadline);
+			int64_t s = bam_cache_pick_victim(c, deadline, a->io->progress, a->io->timeout_ns);
 			BAM_PROF(a, 0, BAM_PROF_T() - pt0);
 			struct bam_io later;
 			later.qp = NULL;
