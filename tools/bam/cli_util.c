@@ -87,6 +87,12 @@ static void media_on_signal(int sig, siginfo_t *si, void *uc)
 		signal(SIGBUS, SIG_DFL);
 		return;
 	}
+	/* one thread says it and ends the process: others that fault at the same moment (every
+	 * worker reading the shrunk file) wait for that, or the error was printed twice */
+	static int taken;
+	if (__atomic_exchange_n(&taken, 1, __ATOMIC_SEQ_CST))
+		for (;;)
+			pause();
 	if (m)
 		media_unlink_created(m);
 	if (sig == SIGBUS) {
