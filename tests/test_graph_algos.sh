@@ -82,6 +82,20 @@ for f in 1 64 1048576; do
     '("0" if d["levels_scan"] == 0 else "all" if d["levels_queue"] == 0 else "some") + " " + d["verified"]' "$want" \
     "$BAM" bfs "$g" --sources=2 --verify --scan-fraction=$f
 done
+# --offsets=memory: the offsets copied from the storage to memory once per run (the
+# BaM prototype's placement), verified on every graph; the copy is in end-to-end, not
+# in compute; a failed read of the copy names the NVMe status
+for g2 in "${graphs[@]}"; do
+  check "bfs $(basename "$g2") --offsets=memory" "$BAM" bfs "$g2" --offsets=memory --sources=3
+  check "cc $(basename "$g2") --offsets=memory" "$BAM" cc "$g2" --offsets=memory
+done
+json_is "bfs --offsets=memory: reported, copy timed into end-to-end" \
+  'd["offsets"] + " " + str(d["offsets_copy_s"] > 0 and abs(d["end_to_end_s"] - d["compute_s"] - d["offsets_copy_s"]) < 1e-9)' \
+  "memory True" "$BAM" bfs "$g" --offsets=memory --sources=1
+json_is "bfs (default): offsets on storage, end-to-end = compute" \
+  'd["offsets"] + " " + str("offsets_copy_s" not in d and d["end_to_end_s"] == d["compute_s"])' \
+  "storage True" "$BAM" bfs "$g" --sources=1
+check "bfs $(basename "$g") --offsets=memory, 512 B lines, 3 controllers" "$BAM" bfs "$g" --offsets=memory --line-size=512 --backend=emu:count=3 --sources=2
 # through bam with striping over 3 controllers, 512 B lines and a tiny cache
 check "bfs $(basename "$g") 3 controllers, 512 B lines, 64 KiB cache" "$BAM" bfs "$g" --backend=emu:count=3 --line-size=512 --cache-size=64K --sources=2
 check "cc $(basename "$g") 3 controllers, 64 KiB lines" "$BAM" cc "$g" --backend=emu:count=3,lba=4096 --line-size=64K --cache-size=1M
@@ -171,6 +185,10 @@ refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=s
 refuse "--offset-bytes: the values are named" "expected 4, 8 or auto" "$BAM" bfs "$k" --offset-bytes=2
 refuse "--offsets-priority outside bam mode" "applies to --mode=bam only" "$BAM" bfs "$k" --mode=host --offsets-priority=high
 refuse "--offsets-priority: the values are named" "expected high or normal" "$BAM" cc "$k" --offsets-priority=max
+refuse2 "--offsets outside bam mode" "applies to --mode=bam only" "$BAM" cc "$k" --mode=host --offsets=memory
+refuse2 "--offsets: the values are named" "expected storage or memory" "$BAM" bfs "$k" --offsets=gpu
+refuse "--offsets=memory: a failed read of the copy names the NVMe status" \
+  "cc: copying the offsets to memory: .*Unrecovered Read Error" "$BAM" cc "$k" --offsets=memory --backend=emu:err_lba=0-8
 # 2^32 edges do not fit 4-byte offsets: a header that says so (the arrays a sparse file)
 python3 - "$W/big.bcsr" <<'PY'
 import struct, sys, zlib

@@ -21,6 +21,8 @@ runs=(
   "bfs-bam-trace-ranges|bfs|--mode=bam --level-trace --scan-ranges=edges|--sources=2 --level-trace --scan-ranges=edges --verify"
   "bfs-host-trace-ranges|bfs|--level-trace --scan-ranges=edges|--mode=host --sources=2 --level-trace --scan-ranges=edges --verify"
   "cc-bam-verify|cc|--mode=bam|--verify --line-size=512 --cache-size=1M"
+  "bfs-bam-offmem|bfs|--mode=bam --offsets=memory|--sources=2 --offsets=memory"
+  "cc-bam-offmem|cc|--mode=bam --offsets=memory|--offsets=memory"
   "bfs-missing|bfs|failure|GRAPH=$W/missing.bcsr"
   "cc-badopt|cc|failure|--sources=2"
   "bfs-host-badopt|bfs|failure|--mode=host --cache-size=1M"
@@ -39,7 +41,7 @@ done
 python3 - "$DOC" "$W" <<'EOF'
 import json, re, sys
 doc, w = sys.argv[1], sys.argv[2]
-KNOWN = {"always", "--mode=bam", "--level-trace", "--scan-ranges=edges", "--warps", "failure"}
+KNOWN = {"always", "--mode=bam", "--level-trace", "--scan-ranges=edges", "--warps", "--offsets=memory", "failure"}
 GPU_ONLY = {"--warps"}
 fails = []
 

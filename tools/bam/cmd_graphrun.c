@@ -46,6 +46,8 @@ struct gopts {
 	uint32_t off_bytes;   /* --offset-bytes: 4 or 8 (0: auto, 4 when the edges fit) */
 	int off_prio;         /* --offsets-priority: 1 high, 0 normal, -1 the algorithm's
 			       * default (BFS high, CC normal) */
+	int off_mem;          /* --offsets=memory: the offsets copied from the storage to
+			       * target memory once per run (0: read through the cache) */
 	uint64_t timeout_ms;
 	int frontier;         /* BFS: FRONTIER_AUTO, _QUEUE or _SCAN */
 	uint64_t scan_fraction; /* BFS, auto: scan when the frontier holds >= n/scan_fraction
@@ -88,6 +90,8 @@ struct gres {
 	uint32_t line;        /* bam mode: its line size */
 	uint32_t off_bytes;   /* width of one offset as the kernels read them (4 or 8) */
 	int off_prio;         /* bam mode: the offsets array's cache priority (1 high) */
+	double off_copy_s;    /* bam mode, --offsets=memory: copying the offsets from the
+			       * storage to target memory (in end-to-end, not in compute) */
 	int on_gpu;           /* the kernels ran on the GPU (else the CPU target) */
 	double setup_s;       /* cache/array creation or device upload */
 	double compute_s;     /* kernels only */
@@ -148,6 +152,12 @@ static void usage(FILE *f, const char *cmd)
 		"                     again and again; normal for cc, which reads them once): the\n"
 		"                     cache's victim search passes over some high-priority lines\n"
 		"                     before it evicts one\n"
+		"  --offsets=WHERE    --mode=bam: storage (default: every offset read through the\n"
+		"                     cache, as the edges) or memory (copied once per run from the\n"
+		"                     storage, through the cache, into GPU memory (CPU target: host\n"
+		"                     memory), off_bytes x (n+1) bytes; the copy is in the\n"
+		"                     end-to-end time, not in compute: the BaM prototype's BFS keeps\n"
+		"                     its vertex array in GPU memory so)\n"
 		"  --json             JSON on stdout\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
@@ -213,6 +223,7 @@ struct cpu_walk {
 	struct bfs_state *b;
 	struct cc_state *c;
 	uint64_t per;
+	void *dst;            /* cpu_off_copy_fn: where the offsets go */
 };
 static void cpu_bfs_fn(void *arg, uint64_t w)
 {
@@ -246,6 +257,21 @@ static void cpu_part_fn(void *arg, uint64_t t)
 	}
 	if (g->bam)
 		bam_line_put(g->off_a, &h);
+}
+
+/* --offsets=memory: offsets [t * per, ...) copied to c->dst (graph_kern.h, gv_off_copy) */
+static void cpu_off_copy_fn(void *arg, uint64_t t)
+{
+	struct cpu_walk *c = arg;
+	const struct graph_view *g = c->g;
+	if (gv_failed(g))
+		return; /* another range's read failed: the run ends with its error */
+	struct bam_line h = {0};
+	h.slot = -1;
+	for (uint64_t k = t * c->per; k < (t + 1) * c->per && k <= g->n; k++)
+		if (gv_off_copy(g, &h, k, c->dst))
+			break; /* recorded in g->ctr->error */
+	bam_line_put(g->off_a, &h);
 }
 
 static void cpu_chunk_fn(void *arg, uint64_t k)
@@ -401,6 +427,45 @@ static void bfs_walk_fail(const char *graph, uint64_t src, uint32_t level, uint3
 	char where[64];
 	snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src, level);
 	walk_fail("bfs", graph, where, e, n, m, gm);
+}
+
+/* --offsets=memory: copy the offsets array from the storage (through the cache, as any
+ * read) into target memory, then point the walks at the copy (gv->off_a NULL, off_p
+ * the copy, *mem to free). The copy's time goes to r->off_copy_s. Returns 0 or a
+ * negative errno (the error said). */
+static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *alg, const char *graph, void **mem,
+			 struct gres *r)
+{
+	const uint64_t bytes = (gv->n + 1) * gv->off_bytes;
+	void *dst = state_alloc(gm, bytes);
+	if (!dst) {
+		cli_fail("%s: --offsets=memory: out of %s memory for the offsets (%llu bytes)\n", alg,
+			 gm->gpu ? "GPU" : "host", (unsigned long long)bytes);
+		return -ENOMEM;
+	}
+	*mem = dst;
+	const double t0 = cli_now();
+	struct gv_counters cv = {0};
+	int rc = 0;
+	if (gm->gpu) {
+#ifdef BAM_HAVE_CUDA
+		rc = graph_gpu_off_copy(gv, dst, &cv);
+#endif
+	} else {
+		struct cpu_walk c = {gv, NULL, NULL, cpu_per(gv->n + 1), dst};
+		bam_cpu_launch((gv->n + 1 + c.per - 1) / c.per, cpu_workers(), cpu_off_copy_fn, &c);
+		cv = *gv->ctr;
+	}
+	r->off_copy_s = cli_now() - t0;
+	if (!rc && cv.error) {
+		walk_fail(alg, graph, "copying the offsets to memory: ", cv.error, gv->n, gv->m, gm);
+		rc = -(int)cv.error;
+	}
+	if (rc)
+		return rc;
+	gv->off_a = NULL;
+	gv->off_p = dst;
+	return 0;
 }
 
 /* Cut the edge array into ranges for BFS scan levels (--scan-ranges=edges; graph_kern.h,
@@ -681,7 +746,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	struct bam_cache *cache = NULL;
 	struct bam_array *aoff = NULL, *aedge = NULL;
 	struct gv_counters *ctr = NULL;
-	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s5 = NULL, *s6 = NULL;
+	void *s1 = NULL, *s2 = NULL, *s3 = NULL, *s5 = NULL, *s6 = NULL, *s7 = NULL;
 
 	/* host memory the run takes before its kernels start, refused up front when more
 	 * than the machine has available (else the OOM killer ends it partway through
@@ -905,6 +970,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	state_put(&gm, ctr, &zero_ctr, sizeof(zero_ctr));
 	gv.ctr = ctr;
 
+	if (o->mode == MODE_BAM && o->off_mem && (rc = off_to_memory(&gv, &gm, do_cc ? "cc" : "bfs", o->graph, &s7, r)))
+		goto out;
 	double compute = 0;
 	if (!do_cc && o->edge_ranges && o->frontier != FRONTIER_QUEUE) { /* (no scan level: no ranges) */
 		rc = part_setup(&gv, &gm, o->graph, r);
@@ -1140,7 +1207,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	if (o->mode != MODE_BAM)
 		r->e2e_s = r->load_s + r->setup_s + compute;
 	else
-		r->e2e_s = compute; /* data already on storage: nothing to load */
+		r->e2e_s = r->off_copy_s + compute; /* data already on storage: nothing to load
+						     * (but the offsets with --offsets=memory) */
 	if (aoff) {
 		bam_array_stats(aoff, &r->st_off);
 		bam_array_stats(aedge, &r->st_edge);
@@ -1161,6 +1229,7 @@ out:
 	state_free(&gm, s3);
 	state_free(&gm, s5);
 	state_free(&gm, s6);
+	state_free(&gm, s7);
 	state_free(&gm, ctr);
 	if (mem_kind == -2) {
 		free(off_mem);
@@ -1241,6 +1310,9 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "cache_bytes", (double)r->cache_bytes);
 			cJSON_AddNumberToObject(j, "line_size", r->line);
 			cJSON_AddStringToObject(j, "offsets_priority", r->off_prio ? "high" : "normal");
+			cJSON_AddStringToObject(j, "offsets", o->off_mem ? "memory" : "storage");
+			if (o->off_mem)
+				cJSON_AddNumberToObject(j, "offsets_copy_s", r->off_copy_s);
 			cJSON_AddNumberToObject(j, "io_amplification", req > 0 ? mv / req : 0);
 			cJSON_AddNumberToObject(j, "bytes_read", mv);
 			cJSON_AddNumberToObject(j, "edge_hits", (double)r->st_edge.c.hits);
@@ -1290,7 +1362,11 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 	if (r->chunks)
 		printf("  neighbour lists over %u edges: walked as %llu chunks spread over all warps\n", GV_CHUNK,
 		       (unsigned long long)r->chunks);
-	if (o->mode == MODE_BAM)
+	if (o->mode == MODE_BAM && o->off_mem)
+		printf("  end-to-end=%.3f s (copying the offsets from storage to memory %.4f s + compute; writing the\n"
+		       "  graph onto storage took %.3f s and creating the cache and arrays %.3f s, not counted)\n",
+		       r->e2e_s, r->off_copy_s, r->load_s, r->setup_s);
+	else if (o->mode == MODE_BAM)
 		printf("  end-to-end=%.3f s (the graph lives on storage; writing it there took %.3f s and creating the\n"
 		       "  cache and arrays %.3f s, not counted)\n",
 		       r->e2e_s, r->load_s, r->setup_s);
@@ -1298,12 +1374,13 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		printf("  end-to-end=%.3f s (read file %.3f s + place %.3f s + compute; page cache warm if recently read)\n",
 		       r->e2e_s, r->load_s, r->setup_s);
 	if (o->mode == MODE_BAM) {
-		printf("  cache: %llu bytes, %u-byte lines%s, offsets priority %s\n", (unsigned long long)r->cache_bytes,
+		printf("  cache: %llu bytes, %u-byte lines%s, offsets %s\n", (unsigned long long)r->cache_bytes,
 		       r->line,
 		       o->cache_bytes && o->cache_bytes < r->cache_bytes   ? " (raised to the 1 MiB minimum)"
 		       : o->cache_bytes && o->cache_bytes > r->cache_bytes ? " (capped at what the arrays hold)"
 									   : "",
-		       r->off_prio ? "high" : "normal");
+		       o->off_mem ? "copied to memory (their reads below are the copy's)"
+		       : r->off_prio ? "priority high" : "priority normal");
 		bam_array_stats_print(stdout, "offsets", &r->st_off);
 		bam_array_stats_print(stdout, "edges", &r->st_edge);
 		printf("  (accesses: elements read; hits/misses: cache lookups, one per warp group or line taken;\n"
@@ -1333,7 +1410,8 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'}, {"frontier", 1, 0, 'F'},
 		{"scan-fraction", 1, 0, 'x'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
-		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"offsets", 1, 0, 'Z'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
@@ -1432,6 +1510,14 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 				return 2;
 			o->off_prio = pick == 0;
 			o->bam_only = "--offsets-priority";
+			break;
+		}
+		case 'Z': {
+			const int pick = opt_pick2(cmd, "offsets", optarg, "storage", "memory");
+			if (pick < 0)
+				return 2;
+			o->off_mem = pick == 1;
+			o->bam_only = "--offsets";
 			break;
 		}
 		case 'v': o->verify = 1; break;

@@ -131,6 +131,21 @@ __global__ void GV_BOUNDS part_kernel(struct graph_view g)
 	}
 }
 
+/* the offsets array copied into dst through bam (graph_kern.h, gv_off_copy): thread
+ * per offset, the lanes of a warp on consecutive offsets */
+__global__ void GV_BOUNDS off_copy_kernel(struct graph_view g, void *dst)
+{
+	const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+	for (uint64_t k0 = (uint64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); k0 <= g.n; k0 += stride) {
+		if (gv_failed(&g))
+			break; /* another warp's read failed */
+		const uint64_t k = k0 + (threadIdx.x & 31u);
+		const int bad = k <= g.n && gv_off_copy(&g, NULL, k, dst);
+		if (__any_sync(0xffffffffu, bad))
+			break; /* recorded in g.ctr->error */
+	}
+}
+
 /* the most blocks of 8 warps a walk kernel runs: --warps, else enough resident warps
  * to keep many I/Os in flight (16 blocks per SM); grid-stride beyond that */
 static unsigned max_blocks(const struct graph_view *g)
@@ -189,6 +204,14 @@ extern "C" int graph_gpu_part(const struct graph_view *g, struct gv_counters *ou
 	step_begin(s, g->ctr);
 	part_kernel<<<blocks_for(g, (g->n + 31) / 32), 256, 0, s>>>(*g);
 	return step_end(s, g->ctr, out, "edge-range");
+}
+
+extern "C" int graph_gpu_off_copy(const struct graph_view *g, void *dst, struct gv_counters *out)
+{
+	cudaStream_t s = stream();
+	step_begin(s, g->ctr);
+	off_copy_kernel<<<blocks_for(g, (g->n + 32) / 32), 256, 0, s>>>(*g, dst);
+	return step_end(s, g->ctr, out, "offsets copy");
 }
 
 extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out)

@@ -16,6 +16,9 @@ int graph_gpu_sms(void);
 /* Fill g->part (g->nparts + 1 entries, the last already n) by one sweep over the
  * offsets (through the array in bam mode); counters as for graph_gpu_bfs_level. */
 int graph_gpu_part(const struct graph_view *g, struct gv_counters *out);
+/* Copy the offsets array (g->off_a, through bam) into dst (device memory, [n + 1] of
+ * g->off_bytes): --offsets=memory; counters as for graph_gpu_bfs_level. */
+int graph_gpu_off_copy(const struct graph_view *g, void *dst, struct gv_counters *out);
 /* The CC pass: the union-find sweep over all arcs, its chunks of long lists, then the
  * flattening sweep; counters as for graph_gpu_bfs_level. */
 int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c, struct gv_counters *out);

@@ -48,12 +48,14 @@ struct gv_range {
 };
 
 struct graph_view {
-	uint32_t bam;                 /* 1: through arrays; 0: plain pointers */
+	uint32_t bam;                 /* 1: the edges through edge_a; 0: plain pointers */
 	uint32_t id_bytes;            /* 4 or 8 */
 	uint64_t n, m;
-	struct bam_array_dev *off_a;  /* u32/u64 [n+1] (off_bytes) */
+	struct bam_array_dev *off_a;  /* u32/u64 [n+1] (off_bytes); NULL: the offsets are
+				       * off_p (also through bam with --offsets=memory,
+				       * which copies them to target memory first) */
 	struct bam_array_dev *edge_a; /* u32/u64 [m] */
-	const void *off_p;            /* u32/u64 [n+1] (off_bytes) */
+	const void *off_p;            /* u32/u64 [n+1] (off_bytes), when off_a is NULL */
 	const void *edge_p;
 	struct gv_counters *ctr;      /* the level's / pass's counters, target memory */
 	struct gv_chunk *heavy;       /* chunk queue: [0, ctr->heavy_n), heavy_cap entries */
@@ -196,7 +198,7 @@ BAM_HD_INLINE int gv_range_bam(const struct graph_view *g, uint64_t v, uint64_t 
  * up to 32 times too large on levels found by queue. */
 BAM_HD_INLINE int gv_range(const struct graph_view *g, uint64_t v, uint64_t *s, uint64_t *e)
 {
-	if (!g->bam) {
+	if (!g->off_a) {
 		*s = gv_off_plain(g, v);
 		*e = gv_off_plain(g, v + 1);
 		if (!gv_offsets_bad(g, *s, *e))
@@ -555,7 +557,7 @@ BAM_HD_INLINE void chunk_warp(const struct graph_view *g, struct bfs_state *b, s
  * threads on the GPU; through the thread's handle h on the CPU target). */
 BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_t v, uint64_t *o)
 {
-	if (!g->bam) {
+	if (!g->off_a) {
 		*o = gv_off_plain(g, v);
 		return 0;
 	}
@@ -581,6 +583,24 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 	}
 #endif
 	gv_fail(g, rc);
+	return rc;
+}
+
+/* Offset k read through the offsets array (g->off_a) and stored into dst (target
+ * memory, g->off_bytes wide, [n + 1]): bam bfs/cc --offsets=memory copies the offsets
+ * from the storage once per run, the walks then read them from dst. On the GPU the lanes
+ * of a warp pass consecutive k (one line access per line, as gv_off). Returns 0 or the
+ * read's negative errno (recorded in g->ctr->error). */
+BAM_HD_INLINE int gv_off_copy(const struct graph_view *g, struct bam_line *h, uint64_t k, void *dst)
+{
+	uint64_t o = 0;
+	const int rc = gv_off(g, h, k, &o);
+	if (!rc) {
+		if (g->off_bytes == 4)
+			((uint32_t *)dst)[k] = (uint32_t)o;
+		else
+			((uint64_t *)dst)[k] = o;
+	}
 	return rc;
 }
 
