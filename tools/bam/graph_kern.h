@@ -281,39 +281,14 @@ BAM_HD_INLINE uint32_t gv_next_line_group(uint32_t mask, uint64_t l, uint32_t *t
 }
 
 /*
- * A step's missing lines filled at once, before gv_edge_warp takes its lines one after
- * the other: the first lane of each line's lanes, if that line is neither cached nor
- * being filled, takes it and lets it go at once (a fill; the warp holds no line
- * meanwhile, so this is no hold-and-wait), so a step whose lanes need k missing lines
- * waits about one fill instead of k in a row (a BFS scan level's warp whose frontier
- * vertices' lists lie in several lines; a list that crosses a line boundary). The
- * lines are then taken cached, unless evicted in between (a second fill: slower, not
- * wrong). A failed fill here is met again, and reported, by the take that follows.
- * Nothing to do when the step's lanes need one line. Every lane calls it; l is the
- * lane's line (act 0: none), todo the active lanes.
- */
-BAM_HD_INLINE void gv_fill_ahead(struct bam_array_dev *a, uint64_t l, uint64_t i, int act, uint32_t todo)
-{
-	const uint32_t full = 0xffffffffu, same = __match_any_sync(full, l);
-	if (__all_sync(full, !act || (same & todo) == todo))
-		return; /* one line */
-	if (act && (uint32_t)(__ffs(same) - 1) == (threadIdx.x & 31u) &&
-	    bam_load_relaxed_u32(&a->xlat[l]) == BAM_XLAT_NONE) {
-		const int64_t s = bam_array_line_acquire(a, l, 1, i);
-		if (s >= 0)
-			bam_slot_put(a->cache, (uint64_t)s, 1);
-	}
-}
-
-/*
  * The GPU form of gv_edge_h for bam arrays: all 32 lanes of the warp call it together,
  * lane k for element i (act 0: none). Lines are taken so that the warp never holds a
  * line while it waits for another: lanes that leave their lines first take the new ones
  * only if they are cached now (bam_line_warp_try_get: no waiting, so the other lanes
  * may keep theirs); if one is not, every lane lets go of its line, and the lines
- * needed are taken one after the other (their fills begun together first:
- * gv_fill_ahead), each line's lanes reading their element and letting go before the
- * next line is taken (the last line's lanes keep it for the next call). A warp waiting for a free slot thus holds none,
+ * needed are taken one after the other (their fills begun together first, below),
+ * each line's lanes reading their element and letting go before the next line is
+ * taken (the last line's lanes keep it for the next call). A warp waiting for a free slot thus holds none,
  * so warps cannot hold every slot of a small cache while each waits for one more
  * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
  * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
@@ -344,17 +319,34 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 		bam_line_put(a, h);
 		const uint64_t l = act ? bam_array_line_of(a, i) : ~0ull;
 		uint32_t todo = __ballot_sync(full, act);
-		gv_fill_ahead(a, l, i, act, todo);
+		/* When the step needs more than one line, its missing ones are filled together
+		 * first: one pass in which the lanes of every line that is neither cached nor
+		 * being filled take it and let it go at once (the warp holds no line while it
+		 * waits: each group lets go of its own line as soon as it has it), so a step
+		 * whose lanes need k missing lines waits about one fill, not k in a row (a BFS
+		 * scan level's warp whose frontier vertices' lists lie in several lines; a
+		 * list that crosses a line boundary). The lines are then taken one after the
+		 * other as before, cached unless evicted in between (a second fill: slower, not
+		 * wrong). The same call takes the lines in both passes (a second inlined
+		 * acquisition cost the walk kernels 5-8x the register spills). A failed fill in
+		 * the first pass is met again, and reported, by the second. */
+		uint32_t ahead = 0;
+		if (!__all_sync(full, !act || (__match_any_sync(full, l) & todo) == todo))
+			ahead = __ballot_sync(full, act && bam_load_relaxed_u32(&a->xlat[l]) == BAM_XLAT_NONE);
 		while (todo) {
-			const uint32_t grp = gv_next_line_group(full, l, &todo);
+			const int pass1 = ahead != 0; /* (the same in every lane) */
+			const uint32_t grp = pass1 ? ahead : gv_next_line_group(full, l, &todo);
+			ahead = 0;
 			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get(a, h, i))) {
 				(*gets)++;
-				if (todo) { /* read it now: the line is let go before the next is taken */
+				if (todo || pass1) { /* read it now: the line is let go before the next is taken */
 					*u = gv_held_edge(g, h, i);
 					bam_line_put(a, h);
-					act = 0;
+					act = pass1 ? act : 0;
 				}
 			}
+			if (pass1)
+				rc = 0;
 		}
 		if (rc)
 			gv_fail(g, rc);
