@@ -331,7 +331,8 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 		 * acquisition cost the walk kernels 5-8x the register spills). A failed fill in
 		 * the first pass is met again, and reported, by the second. */
 		uint32_t ahead = 0;
-		if (!__all_sync(full, !act || (__match_any_sync(full, l) & todo) == todo))
+		const uint32_t same = __match_any_sync(full, l); /* (every lane: a sync call) */
+		if (!__all_sync(full, !act || (same & todo) == todo))
 			ahead = __ballot_sync(full, act && bam_load_relaxed_u32(&a->xlat[l]) == BAM_XLAT_NONE);
 		while (todo) {
 			const int pass1 = ahead != 0; /* (the same in every lane) */
@@ -545,7 +546,7 @@ BAM_HD_INLINE void gv_heavy_cut(const struct graph_view *g, uint64_t s, uint64_t
 /* One warp (lane, wsize) expands BFS frontier entry w (queue order). */
 BAM_HD_INLINE void bfs_warp(const struct graph_view *g, struct bfs_state *b, uint64_t w, uint32_t lane, uint32_t wsize)
 {
-	uint64_t v = b->cur[w], s, e;
+	uint64_t v = b->cur[w], s = 0, e = 0; /* (set by gv_range; gcc -O3 cannot tell) */
 	if (gv_failed(g) || gv_range(g, v, &s, &e) || heavy_push(g, v, s, e, lane, wsize))
 		return;
 	struct bam_line h = {0};
