@@ -594,11 +594,15 @@ BAM_HD_INLINE int gv_off(const struct graph_view *g, struct bam_line *h, uint64_
 			rc = gv_off_read(g, v, o);
 	}
 #else
+	/* bam_line_get counts the access when it takes a new line; within the held line
+	 * it counts nothing (counting every v but a line's first over-counted the first v
+	 * of a range that starts inside a line) */
+	const int held = h->slot >= 0 && v >= h->first && v < h->end;
 	int rc = bam_line_get(g->off_a, h, v);
 	if (!rc) {
 		*o = gv_off_in_line(g, h->data, v - h->first);
-		if (v != h->first)
-			bam_array_count_accesses(g->off_a, 1); /* bam_line_get counted the first */
+		if (held)
+			bam_array_count_accesses(g->off_a, 1);
 	}
 #endif
 	gv_fail(g, rc);
