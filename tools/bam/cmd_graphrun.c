@@ -1604,7 +1604,7 @@ int bam_cmd_demo(int argc, char **argv)
 			       "(4 sources on the CPU target, 32 on a GPU) and CC through bam on the emulated SSD,\n"
 			       "verify both against the CPU reference and print a summary. Exit 0 only if both match.\n"
 			       "Options as for bam bfs: --backend --cache-size --line-size --sources --source --seed\n"
-			       "--frontier --scan-fraction --scan-ranges --offset-bytes --offsets-priority --target --qpairs --ctrl-workers --timeout-ms\n"
+			       "--frontier --scan-fraction --scan-ranges --offset-bytes --offsets-priority --offsets --target --qpairs --ctrl-workers --timeout-ms\n"
 			       "--warps --json --quiet\n");
 			return 0;
 		}
