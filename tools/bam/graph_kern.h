@@ -338,8 +338,8 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 			const int pass1 = ahead != 0; /* (the same in every lane) */
 			const uint32_t grp = pass1 ? ahead : gv_next_line_group(full, l, &todo);
 			ahead = 0;
-			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get(a, h, i))) {
-				(*gets)++;
+			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get_ex(a, h, i, pass1 ? BAM_GET_UNCOUNTED : 0))) {
+				*gets += !pass1; /* (the first pass counts no access: the second does) */
 				if (todo || pass1) { /* read it now: the line is let go before the next is taken */
 					*u = gv_held_edge(g, h, i);
 					bam_line_put(a, h);
