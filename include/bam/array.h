@@ -724,12 +724,9 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t
 	return bam_array_warp_ref_group_ex(a, i, p, group, leader_out, 0);
 }
 
-/* try_only: 1, take the line only if it is cached now (bam_array_line_try_acquire),
- * else -EAGAIN for the group; 2 (BAM_GET_UNCOUNTED), take it as 0 does, filling it if
- * need be, but count no accesses (a fill begun ahead of the read that counts them). No
- * accesses counted with 1 or 2 (the caller counts the elements it reads through the
- * line). */
-#define BAM_GET_UNCOUNTED 2
+/* try_only: take the line only if it is cached now (bam_array_line_try_acquire), else
+ * -EAGAIN for the group; no accesses counted either way (the caller counts the
+ * elements it reads through the line) */
 BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
 						   uint32_t *group, uint32_t *leader_out, int try_only)
 {
@@ -749,8 +746,7 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint6
 	uint32_t leader = bam_warp_leader(mask);
 	int64_t s = -ERANGE;
 	if (!oob && bam_lane_id() == leader) {
-		s = try_only == 1 ? bam_array_line_try_acquire(a, l, bam_popc(mask))
-				  : bam_array_line_acquire(a, l, bam_popc(mask), i);
+		s = try_only ? bam_array_line_try_acquire(a, l, bam_popc(mask)) : bam_array_line_acquire(a, l, bam_popc(mask), i);
 		if (!try_only)
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, bam_popc(mask));
 	}

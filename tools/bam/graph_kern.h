@@ -286,9 +286,9 @@ BAM_HD_INLINE uint32_t gv_next_line_group(uint32_t mask, uint64_t l, uint32_t *t
  * line while it waits for another: lanes that leave their lines first take the new ones
  * only if they are cached now (bam_line_warp_try_get: no waiting, so the other lanes
  * may keep theirs); if one is not, every lane lets go of its line, and the lines
- * needed are taken one after the other (their fills begun together first, below),
- * each line's lanes reading their element and letting go before the next line is
- * taken (the last line's lanes keep it for the next call). A warp waiting for a free slot thus holds none,
+ * needed are taken one after the other, each line's lanes reading their element and
+ * letting go before the next line is taken (the last line's lanes keep it for the
+ * next call). A warp waiting for a free slot thus holds none,
  * so warps cannot hold every slot of a small cache while each waits for one more
  * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
  * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
@@ -319,35 +319,16 @@ BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, u
 		bam_line_put(a, h);
 		const uint64_t l = act ? bam_array_line_of(a, i) : ~0ull;
 		uint32_t todo = __ballot_sync(full, act);
-		/* When the step needs more than one line, its missing ones are filled together
-		 * first: one pass in which the lanes of every line that is neither cached nor
-		 * being filled take it and let it go at once (the warp holds no line while it
-		 * waits: each group lets go of its own line as soon as it has it), so a step
-		 * whose lanes need k missing lines waits about one fill, not k in a row (a BFS
-		 * scan level's warp whose frontier vertices' lists lie in several lines; a
-		 * list that crosses a line boundary). The lines are then taken one after the
-		 * other as before, cached unless evicted in between (a second fill: slower, not
-		 * wrong). The same call takes the lines in both passes (a second inlined
-		 * acquisition cost the walk kernels 5-8x the register spills). A failed fill in
-		 * the first pass is met again, and reported, by the second. */
-		uint32_t ahead = 0;
-		const uint32_t same = __match_any_sync(full, l); /* (every lane: a sync call) */
-		if (!__all_sync(full, !act || (same & todo) == todo))
-			ahead = __ballot_sync(full, act && bam_load_relaxed_u32(&a->xlat[l]) == BAM_XLAT_NONE);
 		while (todo) {
-			const int pass1 = ahead != 0; /* (the same in every lane) */
-			const uint32_t grp = pass1 ? ahead : gv_next_line_group(full, l, &todo);
-			ahead = 0;
-			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get_ex(a, h, i, pass1 ? BAM_GET_UNCOUNTED : 0))) {
-				*gets += !pass1; /* (the first pass counts no access: the second does) */
-				if (todo || pass1) { /* read it now: the line is let go before the next is taken */
+			const uint32_t grp = gv_next_line_group(full, l, &todo);
+			if ((grp >> lane & 1u) && !(rc = bam_line_warp_get(a, h, i))) {
+				(*gets)++;
+				if (todo) { /* read it now: the line is let go before the next is taken */
 					*u = gv_held_edge(g, h, i);
 					bam_line_put(a, h);
-					act = pass1 ? act : 0;
+					act = 0;
 				}
 			}
-			if (pass1)
-				rc = 0;
 		}
 		if (rc)
 			gv_fail(g, rc);
