@@ -762,8 +762,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			need += arrays + off_total + (gm.gpu && o->mode == MODE_HOST ? off_total + hdr.edges_bytes : 0);
 		else if (cli_backend_media_in_memory(o->backend) && !cli_backend_media_gpu(o->backend))
 			need += data_bytes;
-		if (o->mode == MODE_BAM && !gm.gpu) /* the CPU target's cache is host memory */
-			need += cache_bytes;
+		if (o->mode == MODE_BAM && !gm.gpu) /* the CPU target's cache is host memory, */
+			need += cache_bytes + (o->off_mem ? off_total : 0); /* and --offsets=memory's copy */
 		if (!bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) && need > avail) {
 			cli_fail("%s: %s: --mode=%s needs about %.1f GiB of host memory for this graph (%llu vertices, %llu edges), more than the %.1f GiB available\n",
 				 do_cc ? "cc" : "bfs", o->graph, mode_names[o->mode], (double)need / (double)(1ull << 30),
