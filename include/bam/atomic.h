@@ -21,11 +21,6 @@
 
 #include <sched.h>
 #include <time.h>
-#if !defined(__CUDA_ARCH__)
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 /* ---- loads and stores --------------------------------------------------------- */
 
@@ -390,20 +385,14 @@ BAM_HD_INLINE void bam_spin_pause(uint32_t iter)
 }
 
 #if !BAM_ON_GPU
-/* CPU target: sleep while *p == val, at most ns nanoseconds (a futex; a spurious or
- * early return is harmless: callers re-check what they wait for). */
-static inline void bam_cpu_futex_wait(uint32_t *p, uint32_t val, long ns)
-{
-	struct timespec ts = {0, ns};
-	syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
-}
-
-/* CPU target: bump *p and wake one thread asleep on it. */
-static inline void bam_cpu_futex_wake(uint32_t *p)
-{
-	__atomic_fetch_add(p, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
+BAM_EXTERN_C_BEGIN
+/* CPU target: sleep while *p == val, at most ns nanoseconds, 0 <= ns < 10^9 (a Linux
+ * futex; a spurious or early return is harmless: callers re-check what they wait for).
+ * src/core/cpu_launch.c. */
+BAM_API void bam_cpu_futex_wait(uint32_t *p, uint32_t val, long ns);
+/* CPU target: bump *p and wake one thread asleep on it in bam_cpu_futex_wait. */
+BAM_API void bam_cpu_futex_wake(uint32_t *p);
+BAM_EXTERN_C_END
 #endif
 
 #endif /* BAM_ATOMIC_H */

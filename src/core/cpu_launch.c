@@ -1,9 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU target's "kernel launch": logical threads spread over host threads. */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include "bam/bam.h"
+
+void bam_cpu_futex_wait(uint32_t *p, uint32_t val, long ns)
+{
+	struct timespec ts = {0, ns};
+	syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+void bam_cpu_futex_wake(uint32_t *p)
+{
+	__atomic_fetch_add(p, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 struct launch {
 	uint64_t nthreads;
