@@ -118,6 +118,7 @@
 
 #define NONE    255         /* BAM_XLAT_NONE / BAM_TAG_NONE */
 #define FILLING 254         /* BAM_XLAT_FILLING */
+#define FAILED  253         /* BAM_XLAT_EIO / _ETIMEDOUT / _EBUSY: the last fill failed */
 #define JUNK    200         /* slot bytes half written by a transfer */
 
 #define CID_FREE      0
@@ -458,7 +459,7 @@ inline fill()
 	fi;
 	if
 	:: frc == OK -> xlat[l] = vs; r = vs                      /* :445 */
-	:: else -> xlat[l] = NONE; r = -1
+	:: else -> xlat[l] = FAILED; r = -1                     /* its waiters fail with it */
 	fi
 }
 
@@ -491,10 +492,11 @@ inline line_acquire()
 				/* R2: retry once something it read changed */
 				atomic { (xlat[l] != e || tag[e] != t || (state[e] & (V | B)) != (old & (V | B))) -> t = 0; old = 0; e = 0 }
 			fi
-		:: e == NONE ->
-			atomic { if :: xlat[l] == NONE -> xlat[l] = FILLING; got = 1 :: else -> got = 0 fi };
+		:: e == FAILED && sawf -> r = -1; fin = 1                  /* the fill it waited for failed */
+		:: e == NONE || (e == FAILED && !sawf) ->
+			atomic { if :: xlat[l] == e -> xlat[l] = FILLING; got = 1 :: else -> got = 0 fi };
 			if :: got -> fill(); fin = 1 :: else fi
-		:: e == FILLING -> (xlat[l] != FILLING)                   /* R2 */
+		:: e == FILLING -> sawf = 1; (xlat[l] != FILLING)         /* R2 */
 		fi
 	od
 }
@@ -502,12 +504,12 @@ inline line_acquire()
 /* scratch locals back to 0 once an access is over (smaller state vectors) */
 #define RESET_SCRATCH e = 0; t = 0; k = 0; iter = 0; ps = 0; rs = 0; es = 0; et = 0; io_op = 0; io_line = 0; \
 	io_s = 0; iorc = 0; erc = 0; frc = 0; cc = 0; ci = 0; rrec = 0; fin = 0; vs = 0; st = 0; old = 0; \
-	rst = 0; est = 0; rclear = 0; ok = 0; got = 0; rret = 0; rlock = 0; pd = 0; rhelp = 0
+	rst = 0; est = 0; rclear = 0; ok = 0; got = 0; rret = 0; rlock = 0; pd = 0; rhelp = 0; sawf = 0
 
 #define LOCALS \
 	byte l, e, t, k, iter, ps, rs, es, et, io_op, io_line, io_s, iorc, erc, frc, cc, ci, rrec, fin; \
 	int r, vs, st, old, rst, est, rclear; \
-	bool ok, got, rret, rlock, pd, rhelp
+	bool ok, got, rret, rlock, pd, rhelp, sawf
 
 proctype Thread()
 {

@@ -2,7 +2,8 @@
 /*
  * The software cache and array API on the CPU target: random reads and writes from
  * many threads against a shadow copy; an oversubscribed cache; flush durability with
- * concurrent writers to one line; an I/O error during a fill; a high-priority array's
+ * concurrent writers to one line; an I/O error during a fill; the waiters of a fill
+ * that times out; a high-priority array's
  * lines outliving a stream of normal ones, and a cache full of them still evicting.
  */
 #include <stdarg.h>
@@ -381,6 +382,75 @@ static void test_fill_waiter_in_line(void **state)
 	close_env(&e);
 }
 
+/* ---- the waiters of a fill that fails ------------------------------------------- */
+
+/* Thread 0 reads line 0 of a controller that has stopped answering; threads 1..8 read
+ * the same line 20 ms later, while thread 0's fill waits for its completion. They
+ * fail with the fill's error when it times out, without reading the line again
+ * themselves. (Before, a waiter that found the line free again read it itself and
+ * waited a second timeout: two reads sent, twice the time.) */
+struct failwait_job {
+	struct bam_array_dev *a;
+	int rc[9];
+};
+
+static void failwait_reader(void *arg, uint64_t tid)
+{
+	struct failwait_job *j = arg;
+	if (tid) {
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+	}
+	uint32_t v = 1;
+	j->rc[tid] = bam_array_read_u32(j->a, tid, &v); /* all in line 0 */
+}
+
+static uint64_t submitted_of(struct bam_ctx *ctx)
+{
+	struct bam_ctrl_stats cs;
+	assert_int_equal(bam_ctx_ctrl_stats(ctx, 0, &cs), 0);
+	return cs.qp.submitted;
+}
+
+static void test_fill_failure_fails_its_waiters(void **state)
+{
+	(void)state;
+	const uint64_t timeout = 300000000ull; /* 300 ms */
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 2, .queue_depth = 16, .timeout_ns = timeout};
+	char err[256];
+	struct env e;
+	/* the controller answers one command (the read of line 1 below), then no more */
+	assert_int_equal(bam_ctx_open("emu:size=1M,stop_after=1", &o, &e.ctx, err, sizeof(err)), 0);
+	struct bam_cache_opts co = {.capacity = 64 << 10, .line_size = 4096};
+	assert_int_equal(bam_cache_create(e.ctx, &co, &e.cache), 0);
+	struct bam_array_opts ao = {.n_elems = 64 * 1024, .elem_size = 4};
+	assert_int_equal(bam_array_create(e.cache, &ao, &e.arr), 0);
+	struct bam_array_dev *a = bam_array_dev(e.arr);
+	uint32_t v = 1;
+	assert_int_equal(bam_array_read_u32(a, 1024, &v), 0); /* line 1: answered */
+	const uint64_t sub0 = submitted_of(e.ctx);
+
+	struct failwait_job j = {.a = a};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(bam_cpu_launch(9, 9, failwait_reader, &j), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (int k = 0; k < 9; k++)
+		assert_int_equal(j.rc[k], -ETIMEDOUT);
+	/* one read was sent for line 0, not nine */
+	assert_int_equal(submitted_of(e.ctx) - sub0, 1);
+	const double el = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(el < 3.0 * (double)timeout / 1e9); /* a backstop: no hang (one timeout expected) */
+	struct bam_array_stats st;
+	bam_array_stats(e.arr, &st);
+	assert_int_equal(st.c.errors, 9);
+
+	/* a later read of the line is not answered from the failure: it reads again */
+	assert_int_equal(bam_array_read_u32(a, 5, &v), -ETIMEDOUT);
+	assert_int_equal(submitted_of(e.ctx) - sub0, 2);
+	close_env(&e);
+}
+
 /* out-of-range index: -ERANGE, nothing touched */
 static void test_out_of_range(void **state)
 {
@@ -505,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_flush_durability),
 		cmocka_unit_test(test_fill_error_not_published),
 		cmocka_unit_test(test_fill_waiter_in_line),
+		cmocka_unit_test(test_fill_failure_fails_its_waiters),
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_array_refusals),
 		cmocka_unit_test(test_priority_keeps_lines),

@@ -9,7 +9,8 @@
  * DIRTY, REF (clock second chance), KEEP (a line of a high-priority array) and a 24-bit
  * reference count. Each array keeps a
  * translation table, one 32-bit entry per line of the array: the slot holding it,
- * BAM_XLAT_NONE, or BAM_XLAT_FILLING while one thread reads it in.
+ * BAM_XLAT_NONE, BAM_XLAT_FILLING while one thread reads it in, or the error of its
+ * last fill (BAM_XLAT_EIO, _ETIMEDOUT, _EBUSY: not cached).
  *
  *   hit:  take a reference on the slot (one atomic add on its state word), check the
  *         slot is VALID, not BUSY and still holds this line (else give the reference
@@ -19,7 +20,9 @@
  *         skipped; KEEP -> passed over, up to BAM_KEEP_SKIPS per search; else CAS to
  *         BUSY); write a dirty victim back; unmap it; read the
  *         line; publish VALID with our references, then the entry. A failed read
- *         leaves the slot empty and the entry NONE: never published.
+ *         leaves the slot empty and the entry the fill's error: never published;
+ *         the threads that waited for that fill fail with its error, later ones
+ *         fill again.
  * Every wait is bounded: by the device's timeout (bam_dev.timeout_ns) -> -ETIMEDOUT;
  * every line referenced for that long -> -EBUSY.
  *
@@ -35,6 +38,14 @@
 
 #define BAM_XLAT_NONE    0xffffffffu
 #define BAM_XLAT_FILLING 0xfffffffeu
+/* The line's last fill failed, and why: the threads that waited for that fill return
+ * its error (-EIO, -ETIMEDOUT, -EBUSY) instead of reading the line again one after
+ * the other (each such read of a controller that stopped answering waited a whole
+ * timeout); a thread that comes later reads it again, as from BAM_XLAT_NONE. */
+#define BAM_XLAT_EIO       0xfffffffdu
+#define BAM_XLAT_ETIMEDOUT 0xfffffffcu
+#define BAM_XLAT_EBUSY     0xfffffffbu
+#define BAM_XLAT_SLOTS     0xfffffffbu /* entries below this are slots */
 
 #define BAM_SLOT_VALID   (1u << 31)
 #define BAM_SLOT_BUSY    (1u << 30)
@@ -499,7 +510,10 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
  * Get line l of array a into the cache with 'n' references held by the caller.
  * Returns the slot (>= 0) or a negative errno: -ETIMEDOUT, -EBUSY (every line
  * referenced until the timeout), -EIO (the fill's NVMe status was not success; the
- * line is not published). Per thread; the caller releases with bam_slot_put(n).
+ * line is not published). A thread that waited for another thread's fill of l
+ * returns that fill's error if it failed, without reading l again (so all of a
+ * failed line's waiters fail within one timeout of the fill, not one after another).
+ * Per thread; the caller releases with bam_slot_put(n).
  */
 BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n, uint64_t hint)
 {
@@ -508,11 +522,12 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 	uint64_t deadline = 0; /* set on the first slow step: a hit reads no clock */
 	uint32_t iter = 0, seen = 0;
 	uint64_t waited = 0; /* profile: when this thread began to wait for another's fill */
+	int saw_fill = 0;    /* this thread saw another's fill of l in progress */
 	for (;;) {
 		/* relaxed: the reference's acquire on the slot's state word orders the reads
 		 * of the line after the fill's release that published it */
 		uint32_t e = bam_load_relaxed_u32(&a->xlat[l]);
-		if (e < BAM_XLAT_FILLING) {
+		if (e < BAM_XLAT_SLOTS) {
 			if (bam_slot_try_get(c, e, tag, n)) {
 				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).hits, 1);
 				if (waited) {
@@ -521,8 +536,11 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 				}
 				return (int64_t)e;
 			}
-		} else if (e == BAM_XLAT_NONE &&
-			   bam_cas_acq_rel_gpu_u32(&a->xlat[l], BAM_XLAT_NONE, BAM_XLAT_FILLING) == BAM_XLAT_NONE) {
+		} else if (e != BAM_XLAT_FILLING && e != BAM_XLAT_NONE && saw_fill) {
+			/* the fill we waited for failed: its error (the filler recorded it) */
+			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
+			return e == BAM_XLAT_EIO ? -EIO : e == BAM_XLAT_EBUSY ? -EBUSY : -ETIMEDOUT;
+		} else if (e != BAM_XLAT_FILLING && bam_cas_acq_rel_gpu_u32(&a->xlat[l], e, BAM_XLAT_FILLING) == e) {
 			/* we hold the line lock: fill it */
 			if (!deadline)
 				deadline = bam_time_ns() + a->io->timeout_ns;
@@ -555,7 +573,14 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
 				}
 			}
-			bam_store_release_gpu_u32(&a->xlat[l], rc ? BAM_XLAT_NONE : (uint32_t)s);
+			/* the slot, or the error for this fill's waiters (another error, none
+			 * expected here: they read the line again) */
+			uint32_t pub = rc == 0		  ? (uint32_t)s
+				       : rc == -EIO	  ? BAM_XLAT_EIO
+				       : rc == -ETIMEDOUT ? BAM_XLAT_ETIMEDOUT
+				       : rc == -EBUSY	  ? BAM_XLAT_EBUSY
+							  : BAM_XLAT_NONE;
+			bam_store_release_gpu_u32(&a->xlat[l], pub);
 			/* only now help the queue pair's CQ head past our completion, and only
 			 * if it lags far behind: the readers waiting for this line need not wait
 			 * for that, nor, mostly, this warp (bam_qpair_help_lazy) */
@@ -578,6 +603,7 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 		 * this wait's window, and only a device that completes nothing for a whole
 		 * timeout fails it (an absolute bound failed waiters of a line whose filler
 		 * was merely in line). */
+		saw_fill |= e == BAM_XLAT_FILLING;
 		if (!waited)
 			waited = BAM_PROF_T();
 		const uint32_t pr = a->io->progress ? bam_load_relaxed_u32(a->io->progress) : 0;
@@ -703,7 +729,7 @@ BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64
 {
 	struct bam_cache_dev *c = a->cache;
 	const uint32_t e = bam_load_relaxed_u32(&a->xlat[l]);
-	if (e < BAM_XLAT_FILLING && bam_slot_try_get(c, e, ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l, n)) {
+	if (e < BAM_XLAT_SLOTS && bam_slot_try_get(c, e, ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l, n)) {
 		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).hits, 1);
 		return (int64_t)e;
 	}

@@ -61,7 +61,7 @@ uint64_t bam_cache_bytes(const struct bam_cache_opts *o)
 	if (ls < 512 || ls > 65536 || (ls & (ls - 1)))
 		return 0;
 	uint64_t n = o->capacity / ls;
-	if (n == 0 || n >= BAM_XLAT_FILLING)
+	if (n == 0 || n >= BAM_XLAT_SLOTS)
 		return 0;
 	/* lines; state, tag, pending; PRP lists for lines over two pages */
 	uint64_t per = (uint64_t)ls + 4 + 8 + 8 + (ls > 2 * NVME_PAGE_SIZE ? bam_prp_list_bytes(0, ls) : 0);
@@ -100,8 +100,8 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 		}
 	}
 	uint64_t n = o->capacity / ls;
-	if (n == 0 || n >= BAM_XLAT_FILLING) {
-		cache_refuse(ctx, "cache capacity %llu gives %llu lines of %u bytes (1 to 2^32-2 allowed)",
+	if (n == 0 || n >= BAM_XLAT_SLOTS) {
+		cache_refuse(ctx, "cache capacity %llu gives %llu lines of %u bytes (1 to 2^32-6 allowed)",
 			(unsigned long long)o->capacity, (unsigned long long)n, ls);
 		return -EINVAL;
 	}
