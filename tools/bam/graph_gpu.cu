@@ -50,41 +50,30 @@ __global__ void GV_BOUNDS bfs_kernel(struct graph_view g, struct bfs_state b)
 	queue_warps(&g, &b);
 }
 
-/* Each warp takes the next work item not yet taken, one after the other until none is
- * left: with g->ranges the items of g->ranges (walk_part), else contiguous ranges of
- * vertices (walk_range), g->max_blocks * 8 of them (about 19 vertices each on
- * cnr-2000), taken in vertex order. The kernel runs only the blocks that can be
- * resident at once (walk_blocks): a warp whose range hit in the cache goes on to the
- * next range at once, instead of waiting for the other warps of its block, one of
- * which may wait for a line fill, before a new block starts. b or c is NULL. */
+/* each warp a contiguous range of vertices (graph_kern.h, walk_range), or with
+ * g->ranges the next work item not yet taken, one after the other until none is left
+ * (walk_part); b or c is NULL */
 __device__ __forceinline__ void range_warp(const struct graph_view *g, struct bfs_state *b, struct cc_state *c)
 {
-	const uint32_t lane = threadIdx.x & 31u;
-	const uint64_t nr = g->ranges ? g->nranges : (uint64_t)g->max_blocks * 8u;
-	if (!g->ctr || !g->n || !nr)
-		return; /* graph_gpu_prepare's empty launch */
 	if (g->ranges) {
+		const uint32_t lane = threadIdx.x & 31u;
 		while (!gv_failed(g)) {
 			uint64_t r = 0;
 			if (lane == 0)
 				r = bam_fetch_add_relaxed_gpu_u64(&g->ctr->range_next, 1);
 			r = __shfl_sync(0xffffffffu, r, 0);
-			if (r >= nr)
+			if (r >= g->nranges)
 				break;
 			walk_part(g, b, c, r, lane, 32);
 		}
 		return;
 	}
-	const uint64_t per = (g->n + nr - 1) / nr;
-	while (!gv_failed(g)) {
-		uint64_t r = 0;
-		if (lane == 0)
-			r = bam_fetch_add_relaxed_gpu_u64(&g->ctr->range_next, 1);
-		r = __shfl_sync(0xffffffffu, r, 0) * per;
-		if (r >= g->n)
-			break;
-		walk_range(g, b, c, r, r + per < g->n ? r + per : g->n, lane, 32);
-	}
+	uint64_t w = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint64_t nw = ((uint64_t)gridDim.x * blockDim.x) >> 5;
+	uint64_t per = (g->n + nw - 1) / nw;
+	uint64_t first = w * per, last = first + per < g->n ? first + per : g->n;
+	if (first < last)
+		walk_range(g, b, c, first, last, threadIdx.x & 31u, 32);
 }
 
 __global__ void GV_BOUNDS bfs_scan_kernel(struct graph_view g, struct bfs_state b)
@@ -171,23 +160,6 @@ static unsigned blocks_for(const struct graph_view *g, uint64_t warps)
 	return (unsigned)(b < 1 ? 1 : (b > max ? max : b));
 }
 
-/* The range walks (range_warp): as many blocks as can be resident at once (the walk
- * kernels' launch bounds: GV_MIN_BLOCKS per SM), at most blocks_for's; and the view
- * they get, with max_blocks resolved (range_warp cuts the vertices into
- * max_blocks * 8 ranges). */
-static unsigned walk_blocks(const struct graph_view *g, uint64_t work)
-{
-	const unsigned b = blocks_for(g, work), res = (unsigned)sm_count() * GV_MIN_BLOCKS;
-	return b < res ? b : res;
-}
-
-static struct graph_view walk_view(const struct graph_view *g)
-{
-	struct graph_view v = *g;
-	v.max_blocks = max_blocks(g);
-	return v;
-}
-
 /* after a level / pass: read its counters back (one copy, one synchronisation) */
 static int step_end(cudaStream_t s, struct gv_counters *dev, struct gv_counters *out, const char *what)
 {
@@ -214,7 +186,7 @@ extern "C" int graph_gpu_bfs_level(const struct graph_view *g, struct bfs_state 
 	cudaStream_t s = stream();
 	step_begin(s, g->ctr);
 	if (scan)
-		bfs_scan_kernel<<<walk_blocks(g, g->ranges ? g->nranges : g->n), 256, 0, s>>>(walk_view(g), *b);
+		bfs_scan_kernel<<<blocks_for(g, g->ranges ? g->nranges : g->n), 256, 0, s>>>(*g, *b);
 	else
 		bfs_kernel<<<blocks_for(g, b->cur_n), 256, 0, s>>>(*g, *b);
 	bfs_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *b);
@@ -246,7 +218,7 @@ extern "C" int graph_gpu_cc_pass(const struct graph_view *g, struct cc_state *c,
 {
 	cudaStream_t s = stream();
 	step_begin(s, g->ctr);
-	cc_kernel<<<walk_blocks(g, g->ranges ? g->nranges : g->n), 256, 0, s>>>(walk_view(g), *c);
+	cc_kernel<<<blocks_for(g, g->n), 256, 0, s>>>(*g, *c);
 	cc_chunk_kernel<<<blocks_for(g, g->m / GV_CHUNK + 1), 256, 0, s>>>(*g, *c);
 	cc_flatten_kernel<<<sm_count() * 8, 256, 0, s>>>(g->n, *c);
 	return step_end(s, g->ctr, out, "CC");
@@ -352,7 +324,7 @@ extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **hand
 	struct bfs_loop_run *r = (struct bfs_loop_run *)calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->g = walk_view(g);
+	r->g = *g;
 	if (!(r->dL = (struct bfs_loop *)bam_gpu_alloc(0, sizeof(struct bfs_loop)))) {
 		free(r);
 		return -ENOMEM;
@@ -375,7 +347,7 @@ extern "C" int graph_gpu_bfs_loop_create(const struct graph_view *g, void **hand
 			cudaGraph_t body = p.conditional.phGraph_out[0];
 			void *a2[] = {&r->g, &r->dL}, *a3[] = {&r->g, &r->dL, &r->h};
 			unsigned maxb = max_blocks(g);
-			if (!add_kernel(body, &n0, NULL, (void *)loop_scan_kernel, walk_blocks(g, g->ranges ? g->nranges : g->n),
+			if (!add_kernel(body, &n0, NULL, (void *)loop_scan_kernel, g->ranges ? blocks_for(g, g->nranges) : maxb,
 					256, a2) &&
 			    !add_kernel(body, &n1, &n0, (void *)loop_queue_kernel, maxb, 256, a2) &&
 			    !add_kernel(body, &n2, &n1, (void *)loop_chunk_kernel, blocks_for(g, g->m / GV_CHUNK + 1), 256, a2) &&
