@@ -188,7 +188,7 @@ refuse "--offsets-priority: the values are named" "expected high or normal" "$BA
 refuse2 "--offsets outside bam mode" "applies to --mode=bam only" "$BAM" cc "$k" --mode=host --offsets=memory
 refuse2 "--offsets: the values are named" "expected storage or memory" "$BAM" bfs "$k" --offsets=gpu
 refuse "--offsets=memory: a failed read of the copy names the NVMe status" \
-  "cc: copying the offsets to memory: .*Unrecovered Read Error" "$BAM" cc "$k" --offsets=memory --backend=emu:err_lba=0-8
+  "bam cc: copying the offsets to memory: .*Unrecovered Read Error" "$BAM" cc "$k" --offsets=memory --backend=emu:err_lba=0-8
 # 2^32 edges do not fit 4-byte offsets: a header that says so (the arrays a sparse file)
 python3 - "$W/big.bcsr" <<'PY'
 import struct, sys, zlib
@@ -350,6 +350,18 @@ else
   fail=$((fail + 1)); echo "FAIL: import over its input"; cat "$W/out"
 fi
 refuse "bench --array: a stray argument" "unexpected argument" "$BAM" bench --array "$W/typo"
+# every message of a subcommand starts with "bam SUBCOMMAND: ", getopt's own included
+refuse "bench --array: the message prefix" "^bam bench --array: unexpected argument" "$BAM" bench --array "$W/typo"
+refuse "bfs: getopt's message names the subcommand" "^bam bfs: .*no-such-option" "$BAM" bfs "$k" --no-such-option
+refuse "bench: getopt's message names the subcommand" "^bam bench: .*no-such-option" "$BAM" bench --no-such-option
+# (demo imports into .work/ of the current directory: run in one of $W)
+mkdir -p "$W/demo-prefix"; rc=0
+(cd "$W/demo-prefix" && "$BAM" demo "$W/in0.snap" --source=99999999 --quiet --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 2 ] && grep -q "^bam demo: bfs: --source=99999999: the graph has" "$W/out"; then
+  pass=$((pass + 1)); echo "ok: demo: a refusal of its BFS run names both (exit 2)"
+else
+  fail=$((fail + 1)); echo "FAIL: demo: a refusal of its BFS run (exit $rc)"; cat "$W/out"
+fi
 # bench --array on a controller that stops answering: the threads stop at their first
 # timeout (one timeout per read took minutes), the run says so and exits 1
 rc=0; "$BAM" bench --array --size=64M --cache-size=1M --threads=64 --steps=100 --backend=emu:stop_after=100 \
@@ -383,7 +395,7 @@ fi
 # --level-trace: one record per level of the first source (one source here), the first
 # level is the source alone; refusals
 refuse "--level-loop: the values are named" "expected device or host" "$BAM" bfs "$k" --level-loop=gpu
-refuse "bench --prefill=0 on media that start zeroed" "bench: --prefill=0 with --backend=emu:count=2: the emulator's media in memory start zeroed" \
+refuse "bench --prefill=0 on media that start zeroed" "bam bench: --prefill=0 with --backend=emu:count=2: the emulator's media in memory start zeroed" \
   "$BAM" bench --backend=emu:count=2 --size=1M --number_ios=16 --prefill=0
 refuse "bench --prefill=0 with the empty back end (emu)" "the emulator's media in memory start zeroed" \
   "$BAM" bench --backend= --size=1M --number_ios=16 --prefill=0
@@ -412,7 +424,7 @@ if "$BAM" graph info "$W/novert.bcsr" >"$W/out" 2>&1 &&
 else
   fail=$((fail + 1)); echo "FAIL: graph info of a graph without vertices"; cat "$W/out"
 fi
-refuse "--level-loop on the CPU target" "bfs: --level-loop applies to the GPU target" "$BAM" bfs "$k" --level-loop=host
+refuse "--level-loop on the CPU target" "bam bfs: --level-loop applies to the GPU target" "$BAM" bfs "$k" --level-loop=host
 # an unknown option: exit 2, the option named, and one usage line (not the whole help,
 # which would scroll the error away)
 for c in bfs cc bench demo; do
@@ -477,7 +489,7 @@ if [ "$rc" -eq 2 ] && grep -q "at least 1M" "$W/out"; then
 else
   fail=$((fail + 1)); echo "FAIL: import --mem=1K (exit $rc)"; cat "$W/out"
 fi
-refuse "two GRAPH arguments: the reason before the usage" "cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
+refuse "two GRAPH arguments: the reason before the usage" "bam cc: expected one GRAPH argument, got 2" "$BAM" cc "$k" "$k"
 if ! "$BAM" graph generate --scale 4 extra -o "$W/g4.bcsr" >"$W/out" 2>&1 && grep -q "unexpected argument 'extra'" "$W/out" && [ ! -e "$W/g4.bcsr" ]; then
   pass=$((pass + 1)); echo "ok: graph generate names an unexpected argument"
 else
@@ -532,9 +544,9 @@ python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2])); 
   "$W/corrupt.bcsr" "$("$BAM" graph info "$k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edges_offset"])')"
 # --verify answers only from the file as written: a checksum mismatch is an error, not
 # a result "verified" against a reference computed from the same damaged arrays
-refuse "bfs --verify on a file whose edge checksum fails" "bfs: $W/corrupt.bcsr: edges checksum mismatch" \
+refuse "bfs --verify on a file whose edge checksum fails" "bam bfs: $W/corrupt.bcsr: edges checksum mismatch" \
   "$BAM" bfs "$W/corrupt.bcsr" --sources=1 --verify
-refuse "cc --verify on a file whose edge checksum fails" "cc: $W/corrupt.bcsr: edges checksum mismatch" \
+refuse "cc --verify on a file whose edge checksum fails" "bam cc: $W/corrupt.bcsr: edges checksum mismatch" \
   "$BAM" cc "$W/corrupt.bcsr" --verify
 # an edge array with out-of-range ids (the loader checks only the offsets; array crcs are
 # --verify's): the walk's refusal names the file and the damage, not just "out of range"
@@ -543,9 +555,9 @@ cp "$k" "$W/badid.bcsr"
 import json, sys
 d = json.load(sys.stdin)
 f = open(sys.argv[1], "r+b"); f.seek(d["edges_offset"]); f.write(b"\xff" * d["edges_bytes"])' "$W/badid.bcsr"
-refuse "cc: an out-of-range neighbour id names the file (and, through bam, the storage)" "cc: $W/badid.bcsr: a neighbour id read is out of range (>= n = 4096): the file is damaged ('bam graph info --verify' checks it), or the storage does not hold the graph as the file has it" \
+refuse "cc: an out-of-range neighbour id names the file (and, through bam, the storage)" "bam cc: $W/badid.bcsr: a neighbour id read is out of range (>= n = 4096): the file is damaged ('bam graph info --verify' checks it), or the storage does not hold the graph as the file has it" \
   "$BAM" cc "$W/badid.bcsr"
-refuse "bfs: an out-of-range neighbour id names the file" "bfs: $W/badid.bcsr: source [0-9]*, level 0: a neighbour id read is out of range (>= n = 4096): the file is damaged" \
+refuse "bfs: an out-of-range neighbour id names the file" "bam bfs: $W/badid.bcsr: source [0-9]*, level 0: a neighbour id read is out of range (>= n = 4096): the file is damaged" \
   "$BAM" bfs "$W/badid.bcsr" --sources=1 --mode=host
 # two controllers of the file back end on one file (by name, or through a hard link)
 # would overwrite each other's lines and read back the other's: refused before the run
@@ -598,13 +610,13 @@ json_fail "missing graph file" cc 1 "No such file or directory" 1 True \
   "$BAM" cc "$W/none.bcsr" --json --quiet --target=cpu
 # a back-end string the library refuses is a usage error (2), named as the user gave it
 # (not with the size= the tool appends); one that names a missing file is not (1)
-json_fail "unparsable back-end string" cc 2 "cc: --backend=emu:bogus=1: emu: unknown key 'bogus'" 1 True \
+json_fail "unparsable back-end string" cc 2 "bam cc: --backend=emu:bogus=1: emu: unknown key 'bogus'" 1 True \
   "$BAM" cc "$k" --backend=emu:bogus=1 --json --quiet --target=cpu
-json_fail "unknown back end" bfs 2 "bfs: --backend=nvme9: unknown back end 'nvme9'" 1 True \
+json_fail "unknown back end" bfs 2 "bam bfs: --backend=nvme9: unknown back end 'nvme9'" 1 True \
   "$BAM" bfs "$k" --backend=nvme9 --json --quiet --target=cpu
-json_fail "bad back-end value (bench)" bench 2 "bench: --backend=emu:profile=none: emu: unknown profile 'none'" 1 True \
+json_fail "bad back-end value (bench)" bench 2 "bam bench: --backend=emu:profile=none: emu: unknown profile 'none'" 1 True \
   "$BAM" bench --backend=emu:profile=none --threads=2 --number_ios=4 --json --target=cpu
-json_fail "back-end file missing" bfs 1 "bfs: --backend=file:$W/none.img: file: $W/none.img: No such file or directory" 1 True \
+json_fail "back-end file missing" bfs 1 "bam bfs: --backend=file:$W/none.img: file: $W/none.img: No such file or directory" 1 True \
   "$BAM" bfs "$k" --backend=file:"$W/none.img" --json --quiet --target=cpu
 json_fail "back end refused by the cache (line < LBA): the reason in the message" bfs 2 "line size 512 is not a multiple of controller 0's LBA size 4096" 0 "'line size 512 is not a multiple' in err" \
   "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512 --json --quiet --target=cpu

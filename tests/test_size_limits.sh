@@ -141,7 +141,7 @@ no_source() {
     bad "bfs --mode=$4, $2 (exit $rc; expected 1 and: $3)"
   fi
 }
-nosrc="bfs: no vertex with at least two out-neighbours to start from: give one with --source=V ($W/nosrc.bcsr has 0 arcs)"
+nosrc="bam bfs: no vertex with at least two out-neighbours to start from: give one with --source=V ($W/nosrc.bcsr has 0 arcs)"
 for mode in host bam; do
   no_source "$W/nosrc.bcsr" "2^31 vertices without arcs" "$nosrc" $mode
   rc=0
@@ -172,13 +172,13 @@ with open(sys.argv[1], "wb") as f:
     f.seek(4096 + 8 * (n - 1)); f.write(struct.pack("<QQ", 1, 2))
     f.seek(eo); f.write(edges)
 PY
-nosrc2="bfs: no vertex with at least two out-neighbours to start from: give one with --source=V (no vertex of $W/nosrc2.bcsr has more than one out-arc)"
+nosrc2="bam bfs: no vertex with at least two out-neighbours to start from: give one with --source=V (no vertex of $W/nosrc2.bcsr has more than one out-arc)"
 for mode in host bam; do
   no_source "$W/nosrc2.bcsr" "2^28 vertices, 2 arcs of different vertices" "$nosrc2" $mode
 done
 rc=0
 ($cap && exec timeout 60 "$BAM" bfs "$W/nosrc2.bcsr" --source=268435456 --target=cpu) >"$W/out" 2>&1 || rc=$?
-if [ "$rc" -eq 2 ] && [ "$(cat "$W/out")" = "bfs: --source=268435456: the graph has 268435456 vertices (ids 0 to 268435455)" ]; then
+if [ "$rc" -eq 2 ] && [ "$(cat "$W/out")" = "bam bfs: --source=268435456: the graph has 268435456 vertices (ids 0 to 268435455)" ]; then
   ok "bfs --source=2^28 on 2^28 vertices: refused from the header, exit 2"
 else
   bad "bfs --source=2^28 on 2^28 vertices (exit $rc; expected 2)"

@@ -291,7 +291,7 @@ static int cmp_launch(struct cmp_run *r, void *(*fn)(void *), const char *name, 
 			last = d;
 			last_t = now;
 		} else if (now - last_t > r->c->stall_ns) {
-			cli_fail("bench: %s: no read completed in %.0f s (%llu done): giving up\n", name,
+			cli_fail("bam bench: %s: no read completed in %.0f s (%llu done): giving up\n", name,
 				(double)r->c->stall_ns / 1e9, (unsigned long long)d);
 			_exit(cli_exit(1)); /* with --json, the error object first */
 		}

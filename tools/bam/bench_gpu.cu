@@ -309,7 +309,7 @@ extern "C" int bench_gpu_clock_check(double *ns_per_100ms_cycles)
 	cudaMemcpy(h, d, 24, cudaMemcpyDeviceToHost);
 	cudaFree(d);
 	*ns_per_100ms_cycles = (double)(h[1] - h[0]);
-	fprintf(stderr, "bench: GPU %%globaltimer advanced %llu ns over %llu SM cycles\n", h[1] - h[0], h[2]);
+	fprintf(stderr, "bam bench: GPU %%globaltimer advanced %llu ns over %llu SM cycles\n", h[1] - h[0], h[2]);
 	return 0;
 }
 

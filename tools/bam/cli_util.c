@@ -542,7 +542,8 @@ cJSON *cli_json_error(int status)
 	char fb[256];
 	const char *cmd = cli_json.command ? cli_json.command : "bam";
 	if (!cli_json.message || !cli_json.message[0]) /* a failure that printed no text of its own */
-		snprintf(fb, sizeof(fb), "%s: failed with exit status %d (see stderr)", cmd, status);
+		snprintf(fb, sizeof(fb), "%s%s: failed with exit status %d (see stderr)", cli_json.command ? "bam " : "",
+			 cmd, status);
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "command", cmd);
 	cli_json_add_str(e, "message", cli_json.message && cli_json.message[0] ? cli_json.message : fb);

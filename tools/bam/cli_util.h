@@ -20,6 +20,8 @@ int cli_backend_media_in_memory(const char *backend);
 /* Longest --backend value the tools take: they append ",size=N" to an emu string in a
  * 1024-byte buffer. */
 #define CLI_BACKEND_MAX 960
+/* The helpers below that print take 'cmd', the prefix of their messages: "bam " and the
+ * subcommand, e.g. "bam bench", "bam bfs" ("bam demo: bfs" for demo's BFS run). */
 /* A --backend value as given: 0, or 2 (the exit status; the message printed) when it
  * is longer than CLI_BACKEND_MAX (a longer one was cut without a word). */
 int cli_backend_arg(const char *cmd, const char *backend);

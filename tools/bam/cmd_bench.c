@@ -167,7 +167,7 @@ static int files_sync(const char *desc)
 		bench_files_free(&f);
 	}
 	if (rc)
-		cli_fail("bench: %s\n", err);
+		cli_fail("bam bench: %s\n", err);
 	return rc;
 }
 
@@ -220,10 +220,10 @@ static void *progress_main(void *arg)
 			continue;
 		double rate = (double)(o.ios - last_ios) / (t - last);
 		if (p->total_ios)
-			fprintf(stderr, "bench: %.0f s, %llu / %llu I/Os (%.1f%%), %.0f IOPS\n", t - t0,
+			fprintf(stderr, "bam bench: %.0f s, %llu / %llu I/Os (%.1f%%), %.0f IOPS\n", t - t0,
 				(unsigned long long)o.ios, (unsigned long long)p->total_ios, 100.0 * o.ios / p->total_ios, rate);
 		else
-			fprintf(stderr, "bench: %.0f / %.0f s, %llu I/Os, %.0f IOPS\n", t - t0, p->runtime,
+			fprintf(stderr, "bam bench: %.0f / %.0f s, %llu I/Os, %.0f IOPS\n", t - t0, p->runtime,
 				(unsigned long long)o.ios, rate);
 		last = t;
 		last_ios = o.ios;
@@ -303,7 +303,7 @@ static int run_compare(const struct bench_opts *o, const char *desc, struct benc
 	if (!rc)
 		rc = bench_files_open(&f, err, sizeof(err));
 	if (rc) {
-		cli_fail("bench: --compare: %s\n", err);
+		cli_fail("bam bench: --compare: %s\n", err);
 		bench_files_free(&f);
 		return rc;
 	}
@@ -323,15 +323,15 @@ static int run_compare(const struct bench_opts *o, const char *desc, struct benc
 			cc->qd = o->uring_qd;
 		}
 		if (!o->quiet)
-			fprintf(stderr, "bench: compare: %s, %u threads, %s\n", cmp_name[k], cc->threads,
+			fprintf(stderr, "bam bench: compare: %s, %u threads, %s\n", cmp_name[k], cc->threads,
 				f.n_direct == f.n ? "O_DIRECT" : f.n_direct ? "O_DIRECT on some files" : "buffered (page cache)");
 		rc = k ? bench_uring_run(&f, cc, &out->r[k]) : bench_posix_run(&f, cc, &out->r[k]);
 		if (rc)
-			cli_fail("bench: --compare=%s could not run: %s\n", cmp_name[k], bam_strerror(rc));
+			cli_fail("bam bench: --compare=%s could not run: %s\n", cmp_name[k], bam_strerror(rc));
 		else
 			out->ran[k] = 1;
 		if (out->r[k].first_error[0])
-			cli_fail("bench: compare %s: %llu failed reads, the first: %s\n", cmp_name[k],
+			cli_fail("bam bench: compare %s: %llu failed reads, the first: %s\n", cmp_name[k],
 				(unsigned long long)out->r[k].errors, out->r[k].first_error);
 	}
 	bench_files_free(&f);
@@ -379,13 +379,13 @@ static void cmp_json(cJSON *j, const struct cmp_out *c, int on_gpu, double iops,
 static void bench_fail_summary(const struct bench_out *res, const struct cmp_out *cmp)
 {
 	if (res->errors || res->timeouts || res->verify_fail)
-		cli_fail("bench: %llu I/O errors, %llu timeouts, %llu verification failures%s%s%s\n",
+		cli_fail("bam bench: %llu I/O errors, %llu timeouts, %llu verification failures%s%s%s\n",
 			 (unsigned long long)res->errors, (unsigned long long)res->timeouts,
 			 (unsigned long long)res->verify_fail, res->first_status ? " (first NVMe status: " : "",
 			 res->first_status ? nvme_status_name((uint16_t)res->first_status) : "", res->first_status ? ")" : "");
 	for (int k = 0; k < 2; k++)
 		if (cmp->ran[k] && cmp->r[k].verify_fail)
-			cli_fail("bench: compare %s: %llu verification failures\n", cmp_name[k],
+			cli_fail("bam bench: compare %s: %llu verification failures\n", cmp_name[k],
 				 (unsigned long long)cmp->r[k].verify_fail);
 }
 
@@ -431,6 +431,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		if (!strcmp(argv[i], "--array"))
 			return bam_bench_array(argc, argv);
 	int ch;
+	static char prog[] = "bam bench"; /* getopt's messages start with argv[0] */
+	argv[0] = prog;
 	cli_json_init("bench", argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -439,7 +441,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		case 'r':
 			o.rw_name = optarg;
 			if (parse_rw(optarg, &o.rw)) {
-				cli_fail("bench: --rw=%s: expected read, write, randread, randwrite or randrw\n", optarg);
+				cli_fail("bam bench: --rw=%s: expected read, write, randread, randwrite or randrw\n", optarg);
 				return 2;
 			}
 			break;
@@ -449,7 +451,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		case 't':
 			o.runtime = strtod(optarg, &end);
 			if (end == optarg || *end || !(o.runtime > 0) || o.runtime > 1e6) {
-				cli_fail("bench: --runtime=%s: seconds above 0, at most 1000000 (e.g. 0.5 or 10)\n", optarg);
+				cli_fail("bam bench: --runtime=%s: seconds above 0, at most 1000000 (e.g. 0.5 or 10)\n", optarg);
 				return 2;
 			}
 			break;
@@ -461,12 +463,12 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 			/* (a controller here takes at most 65535 entries per queue: CAP.MQES+1, as
 			 * bam_ctx_open checks; so 32768 is the largest power of two) */
 			if (cli_u32(optarg, 2, 32768, &o.queue_depth) || (o.queue_depth & (o.queue_depth - 1))) {
-				cli_fail("bench: --queue-depth=%s: a power of two from 2 to 32768\n", optarg);
+				cli_fail("bam bench: --queue-depth=%s: a power of two from 2 to 32768\n", optarg);
 				return 2;
 			}
 			break;
 		case 'B':
-			if (cli_backend_arg("bench", optarg))
+			if (cli_backend_arg("bam bench", optarg))
 				return 2;
 			o.backend = optarg;
 			break;
@@ -490,46 +492,46 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		case 'Z': o.quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: /* getopt said what is wrong on stderr */
-			cli_fail_note("bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
+			cli_fail_note("bam bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
 				      argv[optind - 1]);
 			if (cli_arg_names(argv[optind - 1], bench_array_options) && !cli_arg_names(argv[optind - 1], lo))
-				fprintf(stderr, "bench: %s is an option of bam bench --array\n", argv[optind - 1]);
+				fprintf(stderr, "bam bench: %s is an option of bam bench --array\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench [options]     (all options: bam bench --help)\n");
 			return 2;
 		bad: {
 			char hint[96];
-			cli_fail("bench: bad value '%s' for %s%s (bam bench --help)\n", optarg, argv[optind - 1],
+			cli_fail("bam bench: bad value '%s' for %s%s (bam bench --help)\n", optarg, argv[optind - 1],
 				 cli_range_hint(optarg, hint, sizeof(hint)));
 			return 2;
 		}
 		}
 	}
 	if (optind < argc) {
-		cli_fail("bench: unexpected argument '%s'\n", argv[optind]);
+		cli_fail("bam bench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
 	if (o.bs < 512 || o.bs > (1u << 20) || (o.bs & 511)) {
-		cli_fail("bench: --bs=%s: %llu bytes; must be 512 B to 1 MiB, a multiple of 512 (and of the LBA size)\n",
+		cli_fail("bam bench: --bs=%s: %llu bytes; must be 512 B to 1 MiB, a multiple of 512 (and of the LBA size)\n",
 			 o.bs_arg ? o.bs_arg : "?", (unsigned long long)o.bs);
 		return 2;
 	}
 	if (o.size < o.bs) {
-		cli_fail("bench: --size must hold at least one block of --bs\n");
+		cli_fail("bam bench: --size must hold at least one block of --bs\n");
 		return 2;
 	}
 	if (o.compare && (strncmp(o.backend, "file", 4) || (o.backend[4] && o.backend[4] != ':'))) {
-		cli_fail("bench: --compare needs the file back end (--backend=file:PATH...): it reads the "
+		cli_fail("bam bench: --compare needs the file back end (--backend=file:PATH...): it reads the "
 				"same files outside bam; the back end here is '%s'\n", o.backend);
 		return 2;
 	}
 	if (o.compare && o.rw != BENCH_READ && o.rw != BENCH_RANDREAD) {
-		cli_fail("bench: --compare measures reads: use --rw=randread or --rw=read\n");
+		cli_fail("bam bench: --compare measures reads: use --rw=randread or --rw=read\n");
 		return 2;
 	}
 
 	if (o.verify && !o.prefill && o.rw != BENCH_WRITE && o.rw != BENCH_RANDWRITE &&
 	    cli_backend_media_in_memory(o.backend)) {
-		cli_fail("bench: --prefill=0 with --backend=%s: the emulator's media in memory start zeroed in "
+		cli_fail("bam bench: --prefill=0 with --backend=%s: the emulator's media in memory start zeroed in "
 			 "every run, so no earlier run's pattern is there to verify; use --prefill=1, --verify=0 or "
 			 "emu:media=file,path=FILE (kept between runs)\n", o.backend);
 		return 2;
@@ -538,7 +540,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	/* emu without an explicit size: size each emulated namespace to its share */
 	char backend[1024];
 	if (cli_backend_sized(o.backend, o.size, o.bs, backend, sizeof(backend))) {
-		cli_fail("bench: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
+		cli_fail("bam bench: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
 			 (unsigned long long)o.size);
 		return 2;
 	}
@@ -560,7 +562,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	if (tgt == BAM_TARGET_AUTO)
 		tgt = bam_gpu_available() ? BAM_TARGET_GPU : BAM_TARGET_CPU;
 	else if (tgt == BAM_TARGET_GPU && !bam_gpu_available()) {
-		cli_fail("bench: --target=gpu: no usable CUDA device was found (use --target=cpu)\n");
+		cli_fail("bam bench: --target=gpu: no usable CUDA device was found (use --target=cpu)\n");
 		return 2; /* as bfs, cc and a build without CUDA say it */
 	}
 #else
@@ -569,7 +571,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 #endif
 	/* what the open would refuse, refused before the baseline (a second or so, and
 	 * gigabytes of memory) runs: the string itself, and GPU media off the GPU target */
-	const int prc = cli_backend_precheck("bench", o.backend, backend,
+	const int prc = cli_backend_precheck("bam bench", o.backend, backend,
 					     tgt == BAM_TARGET_GPU ? NULL : "this run is on the CPU target");
 	if (prc)
 		return prc;
@@ -606,33 +608,33 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		bench_gpu_prepare();
 #endif
 	if (dbg)
-		fprintf(stderr, "bench: opening %s\n", backend);
+		fprintf(stderr, "bam bench: opening %s\n", backend);
 	cli_media_note(media, backend);
 	int rc = bam_ctx_open(backend, &co, &ctx, err, sizeof(err));
 	if (rc)
-		return cli_backend_fail("bench", o.backend, rc, err);
+		return cli_backend_fail("bam bench", o.backend, rc, err);
 	if (dbg)
-		fprintf(stderr, "bench: opened\n");
+		fprintf(stderr, "bam bench: opened\n");
 	struct bam_ns_info ns;
 	bam_ctx_ns_info(ctx, 0, &ns);
 	uint32_t n_ctrl = bam_ctx_ctrl_count(ctx);
 	int exit_code = 0;
 	if (o.bs % ns.lba_size) {
-		cli_fail("bench: --bs=%s is not a multiple of the LBA size %u (--bs: %llu bytes)\n", o.bs_arg ? o.bs_arg : "4k",
+		cli_fail("bam bench: --bs=%s is not a multiple of the LBA size %u (--bs: %llu bytes)\n", o.bs_arg ? o.bs_arg : "4k",
 			 ns.lba_size, (unsigned long long)o.bs);
 		bam_ctx_close(ctx);
 		return 2;
 	}
 	uint64_t nblocks = o.size / o.bs;
 	if (o.size % o.bs && !o.quiet)
-		fprintf(stderr, "bench: note: --size=%llu is not a whole number of %llu-byte blocks: the region tested is its first %llu blocks\n",
+		fprintf(stderr, "bam bench: note: --size=%llu is not a whole number of %llu-byte blocks: the region tested is its first %llu blocks\n",
 			(unsigned long long)o.size, (unsigned long long)o.bs, (unsigned long long)nblocks);
 	uint64_t per_ctrl_blocks = (nblocks + n_ctrl - 1) / n_ctrl;
 	for (uint32_t c = 0; c < n_ctrl; c++) {
 		struct bam_ns_info ni;
 		bam_ctx_ns_info(ctx, c, &ni);
 		if (per_ctrl_blocks * o.bs > ni.nlba * ni.lba_size) {
-			cli_fail("bench: --size=%llu needs %llu bytes on each of %u controllers; controller %u has %llu\n",
+			cli_fail("bam bench: --size=%llu needs %llu bytes on each of %u controllers; controller %u has %llu\n",
 				(unsigned long long)o.size, (unsigned long long)(per_ctrl_blocks * o.bs), n_ctrl, c,
 				(unsigned long long)(ni.nlba * ni.lba_size));
 			bam_ctx_close(ctx);
@@ -661,13 +663,13 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		struct prefill p = {.ctx = ctx, .a = &a, .per_ctrl_bytes = per_ctrl_blocks * o.bs, .chunk = 4ull << 20};
 		p.nchunks = (p.per_ctrl_bytes + p.chunk - 1) / p.chunk;
 		if (!o.quiet)
-			fprintf(stderr, "bench: writing the verification pattern to %.1f MiB of media (%llu blocks of %llu bytes)\n",
+			fprintf(stderr, "bam bench: writing the verification pattern to %.1f MiB of media (%llu blocks of %llu bytes)\n",
 				(double)(p.per_ctrl_bytes * n_ctrl) / (1 << 20), (unsigned long long)(per_ctrl_blocks * n_ctrl),
 				(unsigned long long)o.bs);
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		bam_cpu_launch(p.nchunks * n_ctrl, (uint32_t)(ncpu > 0 ? ncpu : 2), prefill_one, &p);
 		if (p.rc) {
-			cli_fail("bench: prefill failed: %s\n", bam_strerror(p.rc));
+			cli_fail("bam bench: prefill failed: %s\n", bam_strerror(p.rc));
 			bam_ctx_close(ctx);
 			return 1;
 		}
@@ -680,13 +682,13 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	}
 
 	if (dbg)
-		fprintf(stderr, "bench: prefill done, allocating buffers\n");
+		fprintf(stderr, "bam bench: prefill done, allocating buffers\n");
 	uint64_t nbuf = o.threads * o.iodepth;
 	a.buf = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * o.bs);
 	struct bench_out *dout = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct bench_out));
 	uint64_t *hlist = NULL;
 	if (!a.buf || !dout) {
-		cli_fail("bench: cannot allocate %llu bytes of I/O buffers\n", (unsigned long long)(nbuf * o.bs));
+		cli_fail("bam bench: cannot allocate %llu bytes of I/O buffers\n", (unsigned long long)(nbuf * o.bs));
 		bam_ctx_close(ctx);
 		return 1;
 	}
@@ -697,7 +699,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		a.prp = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * a.prp_stride);
 		hlist = calloc(nbuf, a.prp_stride);
 		if (!a.prp || !hlist) {
-			cli_fail("bench: cannot allocate PRP lists\n");
+			cli_fail("bam bench: cannot allocate PRP lists\n");
 			free(hlist);
 			bam_ctx_close(ctx);
 			return 1;
@@ -721,7 +723,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		void *h = NULL;
 		double ms = 0;
 		if (dbg)
-			fprintf(stderr, "bench: launching the kernel\n");
+			fprintf(stderr, "bam bench: launching the kernel\n");
 		rc = bench_gpu_start(&a, &h);
 		/* watchdog: every wait in the kernel is bounded, so it must end within the run
 		 * time plus a few timeouts; if not, say what the queues look like and give up */
@@ -729,7 +731,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		while (!rc && bench_gpu_done(h) == 0) {
 			usleep(10000);
 			if (now_s() - t0 > limit) {
-				cli_fail("bench: the kernel did not finish within %.0f s; queue state:\n", limit);
+				cli_fail("bam bench: the kernel did not finish within %.0f s; queue state:\n", limit);
 				bam_ctx_dump(ctx, stderr);
 				_exit(cli_exit(1)); /* with --json, the error object first */
 			}
@@ -737,7 +739,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 		if (!rc)
 			rc = bench_gpu_finish(h, &ms);
 		if (dbg)
-			fprintf(stderr, "bench: kernel done (%.3f ms)\n", ms);
+			fprintf(stderr, "bam bench: kernel done (%.3f ms)\n", ms);
 		elapsed = ms / 1e3;
 #endif
 	} else {
@@ -755,7 +757,7 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	struct bench_out res;
 	memset(&res, 0, sizeof(res));
 	if (rc || bam_mem_copy(ctx, &res, dout, sizeof(res))) {
-		cli_fail("bench: run failed: %s\n", bam_strerror(rc ? rc : -EIO));
+		cli_fail("bam bench: run failed: %s\n", bam_strerror(rc ? rc : -EIO));
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);

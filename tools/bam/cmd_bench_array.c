@@ -91,6 +91,8 @@ int bam_bench_array(int argc, char **argv)
 	enum bam_target target = BAM_TARGET_AUTO;
 	const struct option *const lo = bench_array_options;
 	int ch;
+	static char prog[] = "bam bench --array"; /* getopt's messages start with argv[0] */
+	argv[0] = prog;
 	cli_json_init("bench", argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -114,7 +116,7 @@ int bam_bench_array(int argc, char **argv)
 			break;
 		case 's':
 			if (bam_parse_size(optarg, &size) || size < 4096 || size % 8) {
-				cli_fail("bench --array: --size=%s: array bytes, a multiple of 8 (u64 elements), at least 4096\n",
+				cli_fail("bam bench --array: --size=%s: array bytes, a multiple of 8 (u64 elements), at least 4096\n",
 					 optarg);
 				return 2;
 			}
@@ -123,12 +125,12 @@ int bam_bench_array(int argc, char **argv)
 		case 'n': if (cli_u64(optarg, 1, 1ull << 32, &steps)) goto bad; break;
 		case 'W':
 			if (bam_parse_size(optarg, &ws) || ws < 8) {
-				cli_fail("bench --array: --working-set=%s: a size of at least 8 bytes (one element)\n", optarg);
+				cli_fail("bam bench --array: --working-set=%s: a size of at least 8 bytes (one element)\n", optarg);
 				return 2;
 			}
 			break;
 		case 'B':
-			if (cli_backend_arg("bench --array", optarg))
+			if (cli_backend_arg("bam bench --array", optarg))
 				return 2;
 			backend = optarg;
 			break;
@@ -164,22 +166,22 @@ int bam_bench_array(int argc, char **argv)
 			       "  --backend=STR --target=gpu|cpu|auto --ctrl-workers=N --json --quiet\n");
 			return 0;
 		default: /* getopt said what is wrong on stderr */
-			cli_fail_note("bench --array: bad option '%s': unknown, ambiguous or missing its value "
+			cli_fail_note("bam bench --array: bad option '%s': unknown, ambiguous or missing its value "
 				      "(bam bench --array --help)\n", argv[optind - 1]);
 			if (cli_arg_names(argv[optind - 1], bench_io_options) && !cli_arg_names(argv[optind - 1], lo))
-				fprintf(stderr, "bench --array: %s is an option of bam bench without --array\n", argv[optind - 1]);
+				fprintf(stderr, "bam bench --array: %s is an option of bam bench without --array\n", argv[optind - 1]);
 			fprintf(stderr, "usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
 			return 2;
 		bad: {
 			char hint[96];
-			cli_fail("bench --array: bad value '%s' for %s%s (bam bench --array --help)\n", optarg, argv[optind - 1],
+			cli_fail("bam bench --array: bad value '%s' for %s%s (bam bench --array --help)\n", optarg, argv[optind - 1],
 				 cli_range_hint(optarg, hint, sizeof(hint)));
 			return 2;
 		}
 		}
 	}
 	if (optind < argc) {
-		cli_fail("bench --array: unexpected argument '%s'\n", argv[optind]);
+		cli_fail("bam bench --array: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
 	enum bam_target tgt = target;
@@ -209,7 +211,7 @@ int bam_bench_array(int argc, char **argv)
 	char err[512];
 	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
 	if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
-		cli_fail("bench --array: --cache-size=%s%s: %s\n", cache_arg, capped ? " (capped at the array's lines)" : "",
+		cli_fail("bam bench --array: --cache-size=%s%s: %s\n", cache_arg, capped ? " (capped at the array's lines)" : "",
 			 err);
 		return 1;
 	}
@@ -223,7 +225,7 @@ int bam_bench_array(int argc, char **argv)
 		uint64_t avail = 0;
 		if (c_host && m_host && !bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) &&
 		    m_host <= avail && c_host + m_host > avail) { /* (media alone: the emulator says) */
-			cli_fail("bench --array: the cache (%llu bytes) and the emulated media (%llu bytes) need %.1f GiB of host memory together, more than the %.1f GiB available: give a smaller --cache-size or --size\n",
+			cli_fail("bam bench --array: the cache (%llu bytes) and the emulated media (%llu bytes) need %.1f GiB of host memory together, more than the %.1f GiB available: give a smaller --cache-size or --size\n",
 				 (unsigned long long)c_host, (unsigned long long)m_host,
 				 (double)(c_host + m_host) / (double)(1ull << 30), (double)avail / (double)(1ull << 30));
 			return 1;
@@ -234,12 +236,12 @@ int bam_bench_array(int argc, char **argv)
 	 * the cache cannot hold would measure something else under their names */
 	if (ws && (pattern == AB_HOT || pattern == AB_SCAN)) {
 		if (ws > size) {
-			cli_fail("bench --array: --working-set=%llu is larger than the array (--size=%llu)\n",
+			cli_fail("bam bench --array: --working-set=%llu is larger than the array (--size=%llu)\n",
 				 (unsigned long long)ws, (unsigned long long)size);
 			return 2;
 		}
 		if ((ws + line - 1) / line > cache_bytes / line) {
-			cli_fail("bench --array: --working-set=%llu is larger than the cache (--cache-size=%llu): --pattern=%s "
+			cli_fail("bam bench --array: --working-set=%llu is larger than the cache (--cache-size=%llu): --pattern=%s "
 				 "measures hits of a working set the cache holds; give a larger cache, or --pattern=random for misses\n",
 				 (unsigned long long)ws, (unsigned long long)cache_bytes, pattern == AB_HOT ? "hot" : "scan");
 			return 2;
@@ -251,11 +253,11 @@ int bam_bench_array(int argc, char **argv)
 
 	char be[1024]; /* the back end, its namespaces sized: refused before the baseline runs */
 	if (size > UINT64_MAX - line || cli_backend_sized(backend, size + line, line, be, sizeof(be))) {
-		cli_fail("bench --array: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
+		cli_fail("bam bench --array: --size=%llu: too large for the emulated namespaces (their size would pass 2^64 bytes)\n",
 			 (unsigned long long)size);
 		return 2;
 	}
-	const int prc = cli_backend_precheck("bench --array", backend, be,
+	const int prc = cli_backend_precheck("bam bench --array", backend, be,
 					     tgt == BAM_TARGET_GPU ? NULL : "this run is on the CPU target");
 	if (prc)
 		return prc;
@@ -277,21 +279,21 @@ int bam_bench_array(int argc, char **argv)
 	int rc = bam_ctx_open(be, &co, &ctx, err, sizeof(err));
 	if (rc) {
 		cli_media_forget(&media);
-		return cli_backend_fail("bench --array", backend, rc, err);
+		return cli_backend_fail("bam bench --array", backend, rc, err);
 	}
 	struct bam_cache *cache = NULL;
 	struct bam_array *arr = NULL;
 	struct bam_array_opts ao = {.n_elems = n, .elem_size = 8};
 	if ((rc = bam_cache_create(ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &arr))) {
 		/* the library said why on stderr; the JSON message gets it too */
-		cli_fail_note("bench --array: creating the cache and the array failed: %s: %s\n", bam_strerror(rc),
+		cli_fail_note("bam bench --array: creating the cache and the array failed: %s: %s\n", bam_strerror(rc),
 			      bam_ctx_error(ctx));
 		bam_ctx_close(ctx);
 		cli_media_forget(&media);
 		return 1;
 	}
 	if (!quiet)
-		fprintf(stderr, "bench --array: writing %llu MiB of array data to the media\n", (unsigned long long)(size >> 20));
+		fprintf(stderr, "bam bench --array: writing %llu MiB of array data to the media\n", (unsigned long long)(size >> 20));
 	struct fill f = {.arr = arr, .n = n, .chunk = 1u << 20};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bam_cpu_launch((n + f.chunk - 1) / f.chunk, (uint32_t)(ncpu > 0 ? ncpu : 2), fill_fn, &f);
@@ -301,7 +303,7 @@ int bam_bench_array(int argc, char **argv)
 				.skipped = counters + 2};
 	double secs = 0;
 	if (f.rc || !counters) {
-		cli_fail("bench --array: setup failed\n");
+		cli_fail("bam bench --array: setup failed\n");
 		rc = -EIO;
 		goto out;
 	}
@@ -354,7 +356,7 @@ int bam_bench_array(int argc, char **argv)
 			cJSON_AddNumberToObject(j, "ratio_to_hbm", bw / base_bps);
 		}
 		if (res[0] || res[1]) { /* exit status 1: the error object as after any failure */
-			cli_fail_note("bench --array: %llu wrong values, %llu errors%s\n", (unsigned long long)res[0],
+			cli_fail_note("bam bench --array: %llu wrong values, %llu errors%s\n", (unsigned long long)res[0],
 				      (unsigned long long)res[1], res[2] ? " (a read timed out: the run stopped)" : "");
 			cJSON_AddItemToObject(j, "error", cli_json_error(1));
 			cli_json_printed();

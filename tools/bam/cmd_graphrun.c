@@ -60,6 +60,7 @@ struct gopts {
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
+	int demo;             /* run by bam demo (its messages say "bam demo: bfs: ...") */
 };
 
 /* BFS frontier: a queue of vertices in discovery order, or a scan of the level array in
@@ -358,7 +359,7 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
 	if ((r->trace_n & (r->trace_n - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
 		struct level_rec *t = realloc(r->trace, (r->trace_n ? 2 * r->trace_n : 1) * sizeof(*t));
 		if (!t) {
-			cli_fail("bfs: out of memory for the level trace\n");
+			cli_fail("bam bfs: out of memory for the level trace\n");
 			return -ENOMEM;
 		}
 		r->trace = t;
@@ -375,7 +376,7 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
 		l->off_misses = a.c.misses - t_off->c.misses;
 		l->edge_misses = e.c.misses - t_edge->c.misses;
 	}
-	fprintf(stderr, "bfs: source %llu, level %u: frontier %llu (%s), %.1f us", (unsigned long long)src, r->trace_n - 1,
+	fprintf(stderr, "bam bfs: source %llu, level %u: frontier %llu (%s), %.1f us", (unsigned long long)src, r->trace_n - 1,
 		(unsigned long long)frontier, scan ? "scan" : "queue", s * 1e6);
 	if (aoff)
 		fprintf(stderr, ", line fills: offsets %llu, edges %llu", (unsigned long long)l->off_misses,
@@ -391,17 +392,17 @@ static int trace_level(struct gres *r, uint64_t src, uint64_t frontier, int scan
  * loader checked), so the file is damaged; through bam it came from the storage, which
  * may also not hold what the file does (a damaged media, a back end that returns other
  * data). -EIO through bam names the first failed command's NVMe status. */
-static void walk_fail(const char *alg, const char *graph, const char *where, uint32_t e, uint64_t n, uint64_t m,
+static void walk_fail(const char *who, const char *graph, const char *where, uint32_t e, uint64_t n, uint64_t m,
 		      const struct gmem *gm)
 {
 	const char *why = gm->ctx ? "the file is damaged ('bam graph info --verify' checks it), or the storage does not hold "
 				    "the graph as the file has it (damaged media, or a back end that returns other data)"
 				  : "the file is damaged; 'bam graph info --verify' names it";
 	if (e == ERANGE) {
-		cli_fail("%s: %s: %sa neighbour id read is out of range (>= n = %llu): %s\n", alg, graph, where,
+		cli_fail("%s: %s: %sa neighbour id read is out of range (>= n = %llu): %s\n", who, graph, where,
 			 (unsigned long long)n, why);
 	} else if (e == EBADMSG) {
-		cli_fail("%s: %s: %sthe offsets read are out of order or past the arc count (m = %llu): %s\n", alg, graph,
+		cli_fail("%s: %s: %sthe offsets read are out of order or past the arc count (m = %llu): %s\n", who, graph,
 			 where, (unsigned long long)m, why);
 	} else if (e == EIO && gm->ctx) {
 		/* the device's sticky record of the first failed command (struct bam_dev) */
@@ -411,36 +412,36 @@ static void walk_fail(const char *alg, const char *graph, const char *where, uin
 		const int got = !bam_mem_copy(gm->ctx, &status, d + offsetof(struct bam_dev, error_status), sizeof(status)) &&
 				!bam_mem_copy(gm->ctx, &count, d + offsetof(struct bam_dev, n_errors), sizeof(count));
 		if (got && status)
-			cli_fail("%s: %s%s: the first failed command's NVMe status: %s (%llu failures recorded)\n", alg, where,
+			cli_fail("%s: %s%s: the first failed command's NVMe status: %s (%llu failures recorded)\n", who, where,
 				 bam_strerror(-(int)e), nvme_status_name((uint16_t)status), (unsigned long long)count);
 		else
-			cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
+			cli_fail("%s: %s%s\n", who, where, bam_strerror(-(int)e));
 	} else {
-		cli_fail("%s: %s%s\n", alg, where, bam_strerror(-(int)e));
+		cli_fail("%s: %s%s\n", who, where, bam_strerror(-(int)e));
 	}
 }
 
 /* walk_fail for BFS source src at level 'level'. */
-static void bfs_walk_fail(const char *graph, uint64_t src, uint32_t level, uint32_t e, uint64_t n, uint64_t m,
-			  const struct gmem *gm)
+static void bfs_walk_fail(const char *who, const char *graph, uint64_t src, uint32_t level, uint32_t e, uint64_t n,
+			  uint64_t m, const struct gmem *gm)
 {
 	char where[64];
 	snprintf(where, sizeof(where), "source %llu, level %u: ", (unsigned long long)src, level);
-	walk_fail("bfs", graph, where, e, n, m, gm);
+	walk_fail(who, graph, where, e, n, m, gm);
 }
 
 /* --offsets=memory: copy the offsets array from the storage (through the cache, as any
  * read) into target memory, then point the walks at the copy (gv->off_a NULL, off_p
  * the copy, *mem to free). The copy's time goes to r->off_copy_s. Returns 0 or a
  * negative errno (the error said). */
-static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *alg, const char *graph, void **mem,
+static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *who, const char *graph, void **mem,
 			 struct gres *r)
 {
 	const uint64_t bytes = (gv->n + 1) * gv->off_bytes;
 	void *dst = state_alloc(gm, bytes);
 	if (!dst) {
-		cli_fail("%s: --offsets=memory: out of %s memory for the offsets (%llu bytes)\n", alg,
-			 gm->gpu ? "GPU" : "host", (unsigned long long)bytes);
+		cli_fail("%s: --offsets=memory: out of %s memory for the offsets (%llu bytes)\n",
+			 who, gm->gpu ? "GPU" : "host", (unsigned long long)bytes);
 		return -ENOMEM;
 	}
 	*mem = dst;
@@ -458,7 +459,7 @@ static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *alg
 	}
 	r->off_copy_s = cli_now() - t0;
 	if (!rc && cv.error) {
-		walk_fail(alg, graph, "copying the offsets to memory: ", cv.error, gv->n, gv->m, gm);
+		walk_fail(who, graph, "copying the offsets to memory: ", cv.error, gv->n, gv->m, gm);
 		rc = -(int)cv.error;
 	}
 	if (rc)
@@ -475,7 +476,7 @@ static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *alg
  * range's vertices are cut into work items of at most GV_RANGE_VERTICES. The items go
  * to target memory (gv->ranges; the caller frees them). Returns 0 or a negative errno
  * (the error said). */
-static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph, struct gres *r)
+static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, const char *graph, struct gres *r)
 {
 	const uint64_t m = gv->m, nv = gv->n;
 	uint64_t target = (uint64_t)cpu_workers() * 32;
@@ -509,7 +510,7 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 		cv = *gv->ctr;
 	}
 	if (!rc && cv.error) {
-		walk_fail("bfs", graph, "finding the edge ranges: ", cv.error, nv, m, gm);
+		walk_fail(who, graph, "finding the edge ranges: ", cv.error, nv, m, gm);
 		rc = -(int)cv.error;
 	}
 	if (!rc)
@@ -521,8 +522,8 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 	for (uint64_t k = 0; !rc && k < np; k++) {
 		const uint64_t last = PART_LAST(k);
 		if (hp[k] >= last || last > nv) {
-			cli_fail("bfs: %s: the edge ranges are not in order (range %llu starts at vertex %llu, the next at %llu)\n",
-				 graph, (unsigned long long)k, (unsigned long long)hp[k], (unsigned long long)hp[k + 1]);
+			cli_fail("%s: %s: the edge ranges are not in order (range %llu starts at vertex %llu, the next at %llu)\n",
+				 who, graph, (unsigned long long)k, (unsigned long long)hp[k], (unsigned long long)hp[k + 1]);
 			rc = -EINVAL;
 		}
 		if (!rc)
@@ -543,9 +544,9 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *graph,
 	if (!rc)
 		rc = state_put(gm, ti, items, ni * sizeof(*ti));
 	if (rc == -ENOMEM)
-		cli_fail("bfs: out of memory for the edge ranges (%llu)\n", (unsigned long long)np);
+		cli_fail("%s: out of memory for the edge ranges (%llu)\n", who, (unsigned long long)np);
 	else if (rc && rc != -EINVAL && !cv.error)
-		cli_fail("bfs: finding the edge ranges: %s\n", bam_strerror(rc));
+		cli_fail("%s: finding the edge ranges: %s\n", who, bam_strerror(rc));
 	if (rc && ti) {
 		state_free(gm, ti);
 		ti = NULL;
@@ -586,8 +587,8 @@ static int media_write_off32(struct bam_array *a, const uint64_t *off, uint64_t 
 	return rc;
 }
 
-/* bfs without --source on a graph without a vertex of out-degree >= 2 */
-#define NO_SOURCE_MSG "bfs: no vertex with at least two out-neighbours to start from: give one with --source=V"
+/* bfs without --source on a graph without a vertex of out-degree >= 2 (after "bam bfs: ") */
+#define NO_SOURCE_MSG "no vertex with at least two out-neighbours to start from: give one with --source=V"
 
 /* Does the graph file (header h, already checked) have a vertex of out-degree >= 2, a
  * default BFS source (bam_graph_pick_sources)? Reads its offsets array in 1 MiB pieces
@@ -635,19 +636,23 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	if (!opts.line)
 		opts.line = do_cc ? CC_LINE_DEFAULT : BFS_LINE_DEFAULT;
 	const struct gopts *o = &opts;
+	/* the messages' prefix: "bam bfs" or "bam cc"; run by bam demo, "bam demo: bfs" or
+	 * "bam demo: cc" */
+	char who[24];
+	snprintf(who, sizeof(who), "bam %s%s", o->demo ? "demo: " : "", do_cc ? "cc" : "bfs");
 	char err[512];
 	struct bam_graph_header hdr;
 	memset(r, 0, sizeof(*r));
 	int rc = bam_graph_header_read(o->graph, &hdr, err, sizeof(err));
 	if (rc) {
-		cli_fail("%s: %s\n", do_cc ? "cc" : "bfs", err);
+		cli_fail("%s: %s\n", who, err);
 		return 1;
 	}
 	const uint64_t n = hdr.n_vertices, m = hdr.n_edges;
 	/* offsets 4 bytes wide when every offset (at most m) fits: half the offset lines */
 	if (o->off_bytes == 4 && m > UINT32_MAX) {
 		cli_fail("%s: --offset-bytes=4: %s has %llu edges, more than 4-byte offsets can count (%llu)\n",
-			 do_cc ? "cc" : "bfs", o->graph, (unsigned long long)m, (unsigned long long)UINT32_MAX);
+			 who, o->graph, (unsigned long long)m, (unsigned long long)UINT32_MAX);
 		return 2;
 	}
 	const uint32_t ob = o->off_bytes ? o->off_bytes : m <= UINT32_MAX ? 4u : 8u;
@@ -662,18 +667,18 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 #endif
 	}
 	if (tgt == BAM_TARGET_CPU && (o->warps || o->level_loop)) {
-		cli_fail("%s: %s applies to the GPU target (this run is on the CPU target)\n", do_cc ? "cc" : "bfs",
-			 o->warps ? "--warps" : "--level-loop");
+		cli_fail("%s: %s applies to the GPU target (this run is on the CPU target)\n",
+			 who, o->warps ? "--warps" : "--level-loop");
 		return 2;
 	}
 	if (tgt == BAM_TARGET_CPU && (o->mode == MODE_GPU || o->mode == MODE_UVM)) {
 		cli_fail("%s: --mode=%s needs a GPU (this run is on the CPU target); use --mode=bam or host\n",
-			do_cc ? "cc" : "bfs", mode_names[o->mode]);
+			who, mode_names[o->mode]);
 		return 2;
 	}
 #ifndef BAM_HAVE_CUDA
 	if (tgt == BAM_TARGET_GPU) {
-		cli_fail("%s: --target=gpu: this build has no CUDA\n", do_cc ? "cc" : "bfs");
+		cli_fail("%s: --target=gpu: this build has no CUDA\n", who);
 		return 2;
 	}
 #endif
@@ -682,7 +687,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	 * every mode, before the memory checks and the load of the offsets (8 bytes a
 	 * vertex: 16 GiB for 2^31 vertices), not after them */
 	if (!do_cc && o->source < 0 && m < 2) {
-		cli_fail("%s (%s has %llu arc%s)\n", NO_SOURCE_MSG, o->graph, (unsigned long long)m, m == 1 ? "" : "s");
+		cli_fail("%s: %s (%s has %llu arc%s)\n", who, NO_SOURCE_MSG, o->graph, (unsigned long long)m, m == 1 ? "" : "s");
 		return 1;
 	}
 	/* a given source out of range, and a graph of 2 or more arcs without a vertex of
@@ -690,19 +695,19 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	 * load */
 	if (!do_cc && o->source >= 0 && (uint64_t)o->source >= n) {
 		if (n)
-			cli_fail("bfs: --source=%lld: the graph has %llu vertices (ids 0 to %llu)\n", (long long)o->source,
+			cli_fail("%s: --source=%lld: the graph has %llu vertices (ids 0 to %llu)\n", who, (long long)o->source,
 				 (unsigned long long)n, (unsigned long long)(n - 1));
 		else
-			cli_fail("bfs: --source=%lld: the graph has no vertices\n", (long long)o->source);
+			cli_fail("%s: --source=%lld: the graph has no vertices\n", who, (long long)o->source);
 		return 2;
 	}
 	if (!do_cc && o->source < 0) {
 		const int any = has_default_source(o->graph, &hdr, err, sizeof(err));
 		if (any <= 0) {
 			if (any < 0)
-				cli_fail("bfs: %s\n", err);
+				cli_fail("%s: %s\n", who, err);
 			else
-				cli_fail("%s (no vertex of %s has more than one out-arc)\n", NO_SOURCE_MSG, o->graph);
+				cli_fail("%s: %s (no vertex of %s has more than one out-arc)\n", who, NO_SOURCE_MSG, o->graph);
 			return 1;
 		}
 	}
@@ -725,14 +730,14 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	if (o->mode == MODE_BAM) {
 		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
 		if (bam_cache_fits(tgt, &cop, err, sizeof(err)) == -ENOMEM) {
-			cli_fail("%s: %s%s: %s\n", do_cc ? "cc" : "bfs", o->cache_arg ? "--cache-size=" : "the default cache size",
+			cli_fail("%s: %s%s: %s\n", who, o->cache_arg ? "--cache-size=" : "the default cache size",
 				o->cache_arg ? o->cache_arg : " (1/8 of the edges)", err);
 			return 1;
 		}
 	}
 	int fd = open(o->graph, O_RDONLY);
 	if (fd < 0) {
-		cli_fail("%s: %s: %s\n", do_cc ? "cc" : "bfs", o->graph, strerror(errno));
+		cli_fail("%s: %s: %s\n", who, o->graph, strerror(errno));
 		return 1;
 	}
 	int exit_code = 1;
@@ -766,35 +771,35 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			need += cache_bytes + (o->off_mem ? off_total : 0); /* and --offsets=memory's copy */
 		if (!bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &avail) && need > avail) {
 			cli_fail("%s: %s: --mode=%s needs about %.1f GiB of host memory for this graph (%llu vertices, %llu edges), more than the %.1f GiB available\n",
-				 do_cc ? "cc" : "bfs", o->graph, mode_names[o->mode], (double)need / (double)(1ull << 30),
+				 who, o->graph, mode_names[o->mode], (double)need / (double)(1ull << 30),
 				 (unsigned long long)n, (unsigned long long)m, (double)avail / (double)(1ull << 30));
 			goto out;
 		}
 	}
 	/* host CSR for the reference, the source choice and degrees (not timed) */
 	if ((rc = bam_graph_load(o->graph, &ref, err, sizeof(err)))) {
-		cli_fail("%s: %s\n", do_cc ? "cc" : "bfs", err);
+		cli_fail("%s: %s\n", who, err);
 		goto out;
 	}
 	/* an answer verified against the reference must come from the file as written:
 	 * its array checksums first (the loader checks only the header and offsets) */
 	if (o->verify && (rc = bam_graph_check_crcs(o->graph, &hdr, &ref, err, sizeof(err)))) {
 		cli_fail("%s: %s: the file is damaged ('bam graph info --verify' checks the whole file)\n",
-			 do_cc ? "cc" : "bfs", err);
+			 who, err);
 		goto out;
 	}
 	if (!do_cc) {
 		uint32_t want = o->source >= 0 ? 1 : o->nsources;
 		sources = calloc(want, 8);
 		if (!sources) {
-			cli_fail("bfs: out of memory for %u sources\n", want);
+			cli_fail("%s: out of memory for %u sources\n", who, want);
 			goto out;
 		}
 		if (o->source >= 0) { /* (checked < n above) */
 			sources[0] = (uint64_t)o->source;
 			nsrc = 1;
 		} else if ((rc = bam_graph_pick_sources(&ref, want, o->seed, sources, &nsrc)) || nsrc == 0) {
-			cli_fail("%s\n", NO_SOURCE_MSG);
+			cli_fail("%s: %s\n", who, NO_SOURCE_MSG);
 			goto out;
 		}
 	}
@@ -811,7 +816,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		char backend[1024];
 		if (cli_backend_sized(o->backend, lines * o->line * k, o->line, backend, sizeof(backend))) {
 			cli_fail("%s: the graph's arrays are too large for emulated namespaces (past 2^64 bytes)\n",
-				 do_cc ? "cc" : "bfs");
+				 who);
 			goto out;
 		}
 		/* the media must not be the graph file (the provisioning would overwrite it);
@@ -820,7 +825,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		if (media.incomplete) { /* (more names than any back end takes: it would refuse them) */
 			cli_fail("%s: --backend=%s: its media files could not all be listed (more than %d, a path past "
 				 "PATH_MAX, or out of memory): at most %d controllers\n",
-				 do_cc ? "cc" : "bfs", o->backend, CLI_MEDIA_MAX, CLI_MEDIA_MAX);
+				 who, o->backend, CLI_MEDIA_MAX, CLI_MEDIA_MAX);
 			media.n = 0;
 			exit_code = 2;
 			goto out;
@@ -828,7 +833,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		const char *same = cli_media_same(&media, fd);
 		if (same) {
 			cli_fail("%s: --backend=%s: %s is the graph file %s itself: its media would overwrite it\n",
-				 do_cc ? "cc" : "bfs", o->backend, same, o->graph);
+				 who, o->backend, same, o->graph);
 			media.n = 0;
 			exit_code = 2;
 			goto out;
@@ -836,7 +841,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		struct bam_ctx_opts co = {.target = tgt, .qpairs = o->qpairs, .timeout_ns = o->timeout_ms * 1000000ull,
 					  .ctrl_workers = o->workers};
 		if ((rc = bam_ctx_open(backend, &co, &gm.ctx, err, sizeof(err)))) {
-			exit_code = cli_backend_fail(do_cc ? "cc" : "bfs", o->backend, rc, err);
+			exit_code = cli_backend_fail(who, o->backend, rc, err);
 			if (strstr(err, "(give size= to create it)")) {
 				/* a media file to create (emu's media=file or the file back end; the
 				 * latter says -EIO): say how large, what the check below wants */
@@ -844,7 +849,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				const uint64_t per = ns_need(off_total, (m ? m : 1) * hdr.id_bytes, o->line, kk);
 				cli_fail("%s: this graph needs %llu bytes on each of %u controllers (%u-byte lines): "
 					 "size=%llu creates the media files at that size\n",
-					 do_cc ? "cc" : "bfs", (unsigned long long)per, kk, o->line,
+					 who, (unsigned long long)per, kk, o->line,
 					 (unsigned long long)((per + 4095) / 4096 * 4096));
 			}
 			goto out;
@@ -859,7 +864,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			struct bam_ns_info ns;
 			if (bam_ctx_ns_info(gm.ctx, c, &ns) == 0 && ns.nlba * ns.lba_size < need) {
 				cli_fail("%s: --backend=%s: controller %u holds %llu bytes, but the graph's offsets and edges need %llu on each of %u (%u-byte lines): %s\n",
-					 do_cc ? "cc" : "bfs", o->backend, c, (unsigned long long)(ns.nlba * ns.lba_size),
+					 who, o->backend, c, (unsigned long long)(ns.nlba * ns.lba_size),
 					 (unsigned long long)need, nk, o->line,
 					 strncmp(backend, "emu", 3) ? "give larger files or devices (or size=)"
 								    : "give a larger size=, or leave size= out to size the emulated namespaces to the graph");
@@ -879,7 +884,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		if ((rc = bam_cache_create(gm.ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &aoff))) {
 			/* the library said why on stderr; the JSON message gets it too */
 			cli_fail_note("%s: creating the cache and the offsets array failed: %s: %s\n",
-				      do_cc ? "cc" : "bfs", bam_strerror(rc), bam_ctx_error(gm.ctx));
+				      who, bam_strerror(rc), bam_ctx_error(gm.ctx));
 			if (rc == -EINVAL) /* options that do not go together (--line-size against the
 					    * back end's LBA size): refused, as other bad options are */
 				exit_code = 2;
@@ -887,8 +892,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		}
 		struct bam_array_opts ae = {.n_elems = m ? m : 1, .elem_size = hdr.id_bytes, .base_lba = bam_array_end_lba(aoff)};
 		if ((rc = bam_array_create(cache, &ae, &aedge))) {
-			cli_fail_note("%s: creating the edge array failed: %s: %s\n", do_cc ? "cc" : "bfs",
-				      bam_strerror(rc), bam_ctx_error(gm.ctx));
+			cli_fail_note("%s: creating the edge array failed: %s: %s\n",
+				      who, bam_strerror(rc), bam_ctx_error(gm.ctx));
 			goto out;
 		}
 		r->setup_s = cli_now() - tc; /* cache and arrays: reported, not in end-to-end */
@@ -897,7 +902,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		double tp = cli_now();
 		if ((rc = ob == 8 ? bam_array_media_write(aoff, 0, ref.offsets, n + 1) : media_write_off32(aoff, ref.offsets, n + 1)) ||
 		    (m && (rc = bam_array_media_write(aedge, 0, ref.edges, m)))) {
-			cli_fail("%s: writing the graph onto the back end failed: %s\n", do_cc ? "cc" : "bfs", bam_strerror(rc));
+			cli_fail("%s: writing the graph onto the back end failed: %s\n", who, bam_strerror(rc));
 			goto out;
 		}
 		r->load_s = cli_now() - tp;
@@ -910,7 +915,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		void *hoff = malloc(hdr.offsets_bytes), *hedge = malloc(hdr.edges_bytes ? hdr.edges_bytes : 1);
 		if (!hoff || !hedge || pread_all(fd, hoff, hdr.offsets_bytes, hdr.offsets_offset) ||
 		    pread_all(fd, hedge, hdr.edges_bytes, hdr.edges_offset)) {
-			cli_fail("%s: reading %s failed\n", do_cc ? "cc" : "bfs", o->graph);
+			cli_fail("%s: reading %s failed\n", who, o->graph);
 			free(hoff);
 			free(hedge);
 			goto out;
@@ -920,8 +925,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		if (ob == 4) { /* narrowed (in the set-up time, so in end-to-end) */
 			uint32_t *o32 = malloc(off_total);
 			if (!o32) {
-				cli_fail("%s: out of memory for the offsets (%llu bytes)\n", do_cc ? "cc" : "bfs",
-					(unsigned long long)off_total);
+				cli_fail("%s: out of memory for the offsets (%llu bytes)\n",
+					who, (unsigned long long)off_total);
 				free(hoff);
 				free(hedge);
 				goto out;
@@ -937,8 +942,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			edge_mem = graph_gpu_alloc(mem_kind, hdr.edges_bytes ? hdr.edges_bytes : 1);
 			if (!off_mem || !edge_mem || graph_gpu_upload(off_mem, hoff, off_total) ||
 			    graph_gpu_upload(edge_mem, hedge, hdr.edges_bytes)) {
-				cli_fail("%s: --mode=%s: cannot place the graph (%llu bytes)\n", do_cc ? "cc" : "bfs",
-					mode_names[o->mode], (unsigned long long)(off_total + hdr.edges_bytes));
+				cli_fail("%s: --mode=%s: cannot place the graph (%llu bytes)\n",
+					who, mode_names[o->mode], (unsigned long long)(off_total + hdr.edges_bytes));
 				free(hoff);
 				free(hedge);
 				goto out;
@@ -963,18 +968,18 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 	gv.max_blocks = (o->warps + 7) / 8; /* 0: the default */
 	gv.heavy = s5 = state_alloc(&gm, gv.heavy_cap * sizeof(struct gv_chunk));
 	if (!gv.heavy || !ctr) {
-		cli_fail("%s: out of memory for per-run state\n", do_cc ? "cc" : "bfs");
+		cli_fail("%s: out of memory for per-run state\n", who);
 		goto out;
 	}
 	static const struct gv_counters zero_ctr;
 	state_put(&gm, ctr, &zero_ctr, sizeof(zero_ctr));
 	gv.ctr = ctr;
 
-	if (o->mode == MODE_BAM && o->off_mem && (rc = off_to_memory(&gv, &gm, do_cc ? "cc" : "bfs", o->graph, &s7, r)))
+	if (o->mode == MODE_BAM && o->off_mem && (rc = off_to_memory(&gv, &gm, who, o->graph, &s7, r)))
 		goto out;
 	double compute = 0;
 	if (!do_cc && o->edge_ranges && o->frontier != FRONTIER_QUEUE) { /* (no scan level: no ranges) */
-		rc = part_setup(&gv, &gm, o->graph, r);
+		rc = part_setup(&gv, &gm, who, o->graph, r);
 		s6 = (void *)gv.ranges;
 		if (rc)
 			goto out;
@@ -987,7 +992,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		b.next = s3 = state_alloc(&gm, n * 8);
 		uint32_t *lv = malloc(n * 4), *rl = malloc(n * 4);
 		if (!b.level || !b.cur || !b.next || !lv || !rl) {
-			cli_fail("bfs: out of memory for per-vertex state\n");
+			cli_fail("%s: out of memory for per-vertex state\n", who);
 			free(lv);
 			free(rl);
 			goto out;
@@ -1002,7 +1007,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 #ifdef BAM_HAVE_CUDA
 		const int host_loop = o->level_loop && !strcmp(o->level_loop, "host");
 		if (gm.gpu && !host_loop && !o->level_trace && (rc = graph_gpu_bfs_loop_create(&gv, &dloop))) {
-			cli_fail("bfs: the device level loop could not be built (see above; --level-loop=host avoids it)\n");
+			cli_fail("%s: the device level loop could not be built (see above; --level-loop=host avoids it)\n", who);
 			free(lv);
 			free(rl);
 			goto out;
@@ -1030,13 +1035,13 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				r->chunks += L.chunks;
 				b = L.b; /* the frontier buffers may have swapped */
 				if (cv.error) {
-					bfs_walk_fail(o->graph, src, b.depth ? b.depth - 1 : 0, cv.error, n, m, &gm);
+					bfs_walk_fail(who, o->graph, src, b.depth ? b.depth - 1 : 0, cv.error, n, m, &gm);
 					rc = -(int)cv.error;
 					goto out_bfs;
 				}
 				if (b.cur_n) { /* cannot happen: n + 1 levels */
-					cli_fail("bfs: source %llu: the device level loop stopped after %u levels with a frontier left\n",
-						 (unsigned long long)src, b.depth);
+					cli_fail("%s: source %llu: the device level loop stopped after %u levels with a frontier left\n",
+						 who, (unsigned long long)src, b.depth);
 					rc = -EIO;
 					goto out_bfs;
 				}
@@ -1081,7 +1086,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				const uint64_t nn = cv.next_n;
 				r->chunks += cv.heavy_n;
 				if (e) {
-					bfs_walk_fail(o->graph, src, b.depth, e, n, m, &gm);
+					bfs_walk_fail(who, o->graph, src, b.depth, e, n, m, &gm);
 					rc = -(int)e;
 					goto out_bfs;
 				}
@@ -1094,8 +1099,8 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				b.depth++;
 				if (!o->quiet && !o->json && cli_now() - last_progress > 2.0) {
 					last_progress = cli_now();
-					fprintf(stderr, "bfs: source %u/%u, level %u done, next frontier %llu vertices, %.1f s\n",
-						si + 1, nsrc, b.depth, (unsigned long long)nn, last_progress - t0);
+					fprintf(stderr, "%s: source %u/%u, level %u done, next frontier %llu vertices, %.1f s\n",
+						who, si + 1, nsrc, b.depth, (unsigned long long)nn, last_progress - t0);
 				}
 			}
 			double dt = cli_now() - t0;
@@ -1116,13 +1121,13 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 					uint64_t bad = 0;
 					while (bad < n && lv[bad] == rl[bad])
 						bad++;
-					cli_fail("bfs: source %llu: level of vertex %llu is %u, reference says %u\n",
-						(unsigned long long)src, (unsigned long long)bad, lv[bad], rl[bad]);
+					cli_fail("%s: source %llu: level of vertex %llu is %u, reference says %u\n",
+						who, (unsigned long long)src, (unsigned long long)bad, lv[bad], rl[bad]);
 					r->verified = -1;
 				}
 			}
 			if (!o->quiet && !o->json && (nsrc > 1 && (compute > 2.0 || si + 1 == nsrc)))
-				fprintf(stderr, "bfs: source %u/%u done (vertex %llu: %.3f s, %u levels)\n", si + 1, nsrc,
+				fprintf(stderr, "%s: source %u/%u done (vertex %llu: %.3f s, %u levels)\n", who, si + 1, nsrc,
 					(unsigned long long)src, dt, b.depth);
 			r->runs++;
 		}
@@ -1140,7 +1145,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		c.label = s1 = state_alloc(&gm, n * 8);
 		uint64_t *lab = malloc(n * 8), *rlab = NULL;
 		if (!c.label || !lab) {
-			cli_fail("cc: out of memory for per-vertex state\n");
+			cli_fail("%s: out of memory for per-vertex state\n", who);
 			free(lab);
 			goto out;
 		}
@@ -1168,7 +1173,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 			const uint32_t e = cv.error;
 			r->chunks += cv.heavy_n;
 			if (e) {
-				walk_fail("cc", o->graph, "", e, n, m, &gm);
+				walk_fail(who, o->graph, "", e, n, m, &gm);
 				rc = -(int)e;
 				break;
 			}
@@ -1186,13 +1191,13 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 				rlab = malloc(n * 8);
 				uint64_t nc = 0;
 				if (!rlab || bam_ref_cc(&ref, rlab, &nc)) {
-					cli_fail("cc: reference failed\n");
+					cli_fail("%s: reference failed\n", who);
 					r->verified = -1;
 				} else if (memcmp(lab, rlab, n * 8) || nc != r->components) {
 					uint64_t bad = 0;
 					while (bad < n && lab[bad] == rlab[bad])
 						bad++;
-					cli_fail("cc: label of vertex %llu is %llu, reference says %llu\n", (unsigned long long)bad,
+					cli_fail("%s: label of vertex %llu is %llu, reference says %llu\n", who, (unsigned long long)bad,
 						(unsigned long long)(bad < n ? lab[bad] : 0), (unsigned long long)(bad < n ? rlab[bad] : 0));
 					r->verified = -1;
 				}
@@ -1397,7 +1402,7 @@ static int opt_pick2(const char *cmd, const char *name, const char *arg, const c
 		return 0;
 	if (!strcmp(arg, b))
 		return 1;
-	cli_fail("%s: --%s=%s: expected %s or %s\n", cmd, name, arg, a, b);
+	cli_fail("bam %s: --%s=%s: expected %s or %s\n", cmd, name, arg, a, b);
 	return -1;
 }
 
@@ -1413,6 +1418,9 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"offsets", 1, 0, 'Z'},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
+	static char who[16]; /* the messages' prefix, "bam bfs"; argv[0] for getopt's messages */
+	snprintf(who, sizeof(who), "bam %s", cmd);
+	argv[0] = who;
 	cli_json_init(cmd, argc, argv, "h", lo, 'j'); /* --json: failures print an error object too */
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -1421,21 +1429,21 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'M': {
 			int k = cli_name_index(mode_names, 4, optarg);
 			if (k < 0) {
-				cli_fail("%s: --mode=%s: expected bam, host, gpu or uvm\n", cmd, optarg);
+				cli_fail("bam %s: --mode=%s: expected bam, host, gpu or uvm\n", cmd, optarg);
 				return 2;
 			}
 			o->mode = (enum gmode)k;
 			break;
 		}
 		case 'B':
-			if (cli_backend_arg(cmd, optarg))
+			if (cli_backend_arg(who, optarg))
 				return 2;
 			o->backend = optarg;
 			o->bam_only = "--backend";
 			break;
 		case 'C':
 			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {
-				cli_fail("%s: --cache-size=%s: a size in bytes with an optional K, M, G or T suffix, above 0\n", cmd, optarg);
+				cli_fail("bam %s: --cache-size=%s: a size in bytes with an optional K, M, G or T suffix, above 0\n", cmd, optarg);
 				return 2;
 			}
 			o->cache_arg = optarg;
@@ -1443,7 +1451,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			break;
 		case 'L':
 			if (bam_parse_size(optarg, &v) || v < 512 || v > 65536 || (v & (v - 1))) {
-				cli_fail("%s: --line-size=%s: a power of two from 512 to 64K\n", cmd, optarg);
+				cli_fail("bam %s: --line-size=%s: a power of two from 512 to 64K\n", cmd, optarg);
 				return 2;
 			}
 			o->line = (uint32_t)v;
@@ -1451,7 +1459,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			break;
 		case 'n':
 			if (cli_u32(optarg, 1, 1u << 20, &o->nsources)) {
-				cli_fail("%s: --sources=%s: a count from 1 to 1048576\n", cmd, optarg);
+				cli_fail("bam %s: --sources=%s: a count from 1 to 1048576\n", cmd, optarg);
 				return 2;
 			}
 			o->bfs_only = "--sources";
@@ -1468,7 +1476,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'F': {
 			int k = cli_name_index(frontier_names, 3, optarg);
 			if (k < 0) {
-				cli_fail("%s: --frontier=%s: expected auto, queue or scan\n", cmd, optarg);
+				cli_fail("bam %s: --frontier=%s: expected auto, queue or scan\n", cmd, optarg);
 				return 2;
 			}
 			o->frontier = k;
@@ -1500,7 +1508,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			else if (!strcmp(optarg, "4") || !strcmp(optarg, "8"))
 				o->off_bytes = (uint32_t)(optarg[0] - '0');
 			else {
-				cli_fail("%s: --offset-bytes=%s: expected 4, 8 or auto\n", cmd, optarg);
+				cli_fail("bam %s: --offset-bytes=%s: expected 4, 8 or auto\n", cmd, optarg);
 				return 2;
 			}
 			break;
@@ -1527,14 +1535,14 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 		case 'w': if (cli_u32(optarg, 1, 1024, &o->workers)) goto bad; o->bam_only = "--ctrl-workers"; break;
 		case 'W':
 			if (cli_u32(optarg, 8, 1u << 20, &o->warps)) {
-				cli_fail("%s: --warps=%s: a count from 8 to 1048576\n", cmd, optarg);
+				cli_fail("bam %s: --warps=%s: a count from 8 to 1048576\n", cmd, optarg);
 				return 2;
 			}
 			break;
 		case 'o': if (cli_u64(optarg, 1, 3600000, &o->timeout_ms)) goto bad; o->bam_only = "--timeout-ms"; break;
 		case 'h': usage(stdout, cmd); return -1;
 		default: /* getopt said what is wrong on stderr */
-			cli_fail_note("%s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
+			cli_fail_note("bam %s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
 				      argv[optind - 1], cmd);
 			/* the one line, not the whole usage: the error would scroll away */
 			fprintf(stderr, "usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
@@ -1542,7 +1550,7 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			return 2;
 		bad: {
 			char hint[96];
-			cli_fail("%s: bad value '%s' for %s%s\n", cmd, optarg, argv[optind - 1],
+			cli_fail("bam %s: bad value '%s' for %s%s\n", cmd, optarg, argv[optind - 1],
 				 cli_range_hint(optarg, hint, sizeof(hint)));
 			return 2;
 		}
@@ -1560,22 +1568,22 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (optind != argc - 1) {
-		cli_fail("%s: expected one GRAPH argument, got %d\n", cmd, argc - optind);
+		cli_fail("bam %s: expected one GRAPH argument, got %d\n", cmd, argc - optind);
 		usage(stderr, cmd);
 		return 2;
 	}
 	o.graph = argv[optind];
 	if (do_cc && o.bfs_only) {
-		cli_fail("cc: %s applies to bfs only\n", o.bfs_only);
+		cli_fail("bam cc: %s applies to bfs only\n", o.bfs_only);
 		return 2;
 	}
 	if (o.mode != MODE_BAM && o.bam_only) {
-		cli_fail("%s: %s applies to --mode=bam only (--mode=%s reads the graph without the cache or a back end)\n",
+		cli_fail("bam %s: %s applies to --mode=bam only (--mode=%s reads the graph without the cache or a back end)\n",
 			 cmd, o.bam_only, mode_names[o.mode]);
 		return 2;
 	}
 	if (o.source >= 0 && o.nsources_set) {
-		cli_fail("bfs: --source=V and --sources=N: give one (a given source, or N random ones)\n");
+		cli_fail("bam bfs: --source=V and --sources=N: give one (a given source, or N random ones)\n");
 		return 2;
 	}
 	struct gres r;
@@ -1608,24 +1616,25 @@ int bam_cmd_demo(int argc, char **argv)
 			       "--warps --json --quiet\n");
 			return 0;
 		}
+	o.demo = 1;
 	int rc = parse_common(argc, argv, &o, "demo");
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	const char *input = optind < argc ? argv[optind] : NULL;
 	if (optind + 1 < argc) {
-		cli_fail("demo: unexpected argument '%s' (one INPUT at most)\n", argv[optind + 1]);
+		cli_fail("bam demo: unexpected argument '%s' (one INPUT at most)\n", argv[optind + 1]);
 		return 2;
 	}
 	if (o.level_trace || o.level_loop) {
-		cli_fail("demo: %s applies to bam bfs only\n", o.level_trace ? "--level-trace" : "--level-loop");
+		cli_fail("bam demo: %s applies to bam bfs only\n", o.level_trace ? "--level-trace" : "--level-loop");
 		return 2;
 	}
 	if (o.mode != MODE_BAM) {
-		cli_fail("demo: runs through bam only (--mode=%s is for bam bfs and bam cc)\n", mode_names[o.mode]);
+		cli_fail("bam demo: runs through bam only (--mode=%s is for bam bfs and bam cc)\n", mode_names[o.mode]);
 		return 2;
 	}
 	if (o.source >= 0 && o.nsources_set) {
-		cli_fail("demo: --source=V and --sources=N: give one (a given source, or N random ones)\n");
+		cli_fail("bam demo: --source=V and --sources=N: give one (a given source, or N random ones)\n");
 		return 2;
 	}
 	/* what can be refused before the import is (the import takes seconds) */
@@ -1634,10 +1643,10 @@ int bam_cmd_demo(int argc, char **argv)
 	gpu_here = o.target != BAM_TARGET_CPU && bam_gpu_available();
 #endif
 	if (o.warps && !gpu_here) {
-		cli_fail("demo: --warps applies to the GPU target (this run is on the CPU target)\n");
+		cli_fail("bam demo: --warps applies to the GPU target (this run is on the CPU target)\n");
 		return 2;
 	}
-	if ((rc = cli_backend_precheck("demo", o.backend, o.backend,
+	if ((rc = cli_backend_precheck("bam demo", o.backend, o.backend,
 				       gpu_here                        ? NULL
 				       : o.target == BAM_TARGET_GPU ? "no usable CUDA device was found"
 								    : "this run is on the CPU target")))
@@ -1650,7 +1659,7 @@ int bam_cmd_demo(int argc, char **argv)
 		input = def;
 	}
 	if (access(input, R_OK)) {
-		cli_fail("demo: cannot read %s: %s%s\n", input, strerror(errno),
+		cli_fail("bam demo: cannot read %s: %s%s\n", input, strerror(errno),
 			 given ? "" : " (the default input: give a graph as an argument, or set BAM_SHARED_DATA to the folder holding graphs/)");
 		return 1;
 	}
@@ -1670,7 +1679,7 @@ int bam_cmd_demo(int argc, char **argv)
 	{ /* the import would replace its own input: refused as graph import refuses it */
 		struct stat si, so;
 		if (!stat(input, &si) && !stat(out, &so) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-			cli_fail("demo: %s: the input is the file demo imports to (%s): move or rename it\n", input, out);
+			cli_fail("bam demo: %s: the input is the file demo imports to (%s): move or rename it\n", input, out);
 			return 2;
 		}
 		/* nor may the back end's media be the input (bfs and cc check them against the
@@ -1686,7 +1695,7 @@ int bam_cmd_demo(int argc, char **argv)
 			close(fd);
 		cli_media_keep(&md); /* (a check only: the runs note their media again) */
 		if (same) {
-			cli_fail("demo: --backend=%s: %s is the input %s itself: its media would overwrite it\n", o.backend,
+			cli_fail("bam demo: --backend=%s: %s is the input %s itself: its media would overwrite it\n", o.backend,
 				 same, input);
 			return 2;
 		}
@@ -1698,11 +1707,11 @@ int bam_cmd_demo(int argc, char **argv)
 	struct bam_graph_build_stats bs;
 	double t0 = cli_now();
 	if (progress)
-		fprintf(stderr, "demo: importing %s -> %s\n", input, out);
+		fprintf(stderr, "bam demo: importing %s -> %s\n", input, out);
 	enum bam_graph_format fmt;
 	bam_graph_format_parse("auto", &fmt);
 	if ((rc = bam_graph_import(input, out, fmt, &bo, &bs, err, sizeof(err)))) {
-		cli_fail("demo: import failed: %s\n", err);
+		cli_fail("bam demo: import failed: %s\n", err);
 		return 1;
 	}
 	double t_imp = cli_now() - t0;
@@ -1714,14 +1723,14 @@ int bam_cmd_demo(int argc, char **argv)
 #endif
 	o.nsources = o.nsources ? o.nsources : (target_gpu ? 32 : 4);
 	if (progress)
-		fprintf(stderr, "demo: BFS from %u source%s through bam (%s)\n", o.nsources, o.nsources == 1 ? "" : "s",
+		fprintf(stderr, "bam demo: BFS from %u source%s through bam (%s)\n", o.nsources, o.nsources == 1 ? "" : "s",
 			o.backend);
 	if ((rc = run_graph(&o, 0, &rb)))
 		return rc;
 	if (!o.json)
 		print_result(&o, 0, &rb, 0);
 	if (progress)
-		fprintf(stderr, "demo: connected components through bam\n");
+		fprintf(stderr, "bam demo: connected components through bam\n");
 	if ((rc = run_graph(&o, 1, &rcc)))
 		return rc;
 	int equal = rb.verified > 0 && rcc.verified > 0;
@@ -1737,7 +1746,7 @@ int bam_cmd_demo(int argc, char **argv)
 		cJSON_AddItemToObject(j, "cc", result_json(&o, 1, &rcc));
 		cJSON_AddBoolToObject(j, "equal_to_reference", equal);
 		if (!equal) {
-			cli_fail_note("demo: the results differ from the CPU reference\n");
+			cli_fail_note("bam demo: the results differ from the CPU reference\n");
 			cJSON_AddItemToObject(j, "error", cli_json_error(1));
 			cli_json_printed();
 		}
