@@ -55,8 +55,9 @@ struct gopts {
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	const char *level_loop; /* BFS on the GPU: --level-loop as given, "device" or "host"
 				 * (NULL: not given, the device loop) */
-	int edge_ranges;      /* BFS: --scan-ranges=edges (scan levels walk ranges of the
-			       * edge array instead of ranges of vertices) */
+	int edge_ranges;      /* BFS: --scan-ranges=edges (1) or lines (2): scan levels walk
+			       * ranges of the edge array instead of ranges of vertices
+			       * (lines: one cache line's edges each) */
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
@@ -476,7 +477,8 @@ static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *who
  * range's vertices are cut into work items of at most GV_RANGE_VERTICES. The items go
  * to target memory (gv->ranges; the caller frees them). Returns 0 or a negative errno
  * (the error said). */
-static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, const char *graph, struct gres *r)
+static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, const char *graph, struct gres *r,
+		      uint64_t line_edges)
 {
 	const uint64_t m = gv->m, nv = gv->n;
 	uint64_t target = (uint64_t)cpu_workers() * 32;
@@ -486,6 +488,8 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, c
 #endif
 	uint64_t E = (m + target - 1) / target;
 	E = (E + GV_RANGE_GRANULE - 1) / GV_RANGE_GRANULE * GV_RANGE_GRANULE;
+	if (line_edges)
+		E = line_edges; /* --scan-ranges=lines: a range per line of the edge array */
 	if (!m || !E)
 		return 0; /* no edges: vertex ranges (nothing to walk) */
 	const double t0 = cli_now();
@@ -979,7 +983,7 @@ static int run_graph(const struct gopts *given, int do_cc, struct gres *r)
 		goto out;
 	double compute = 0;
 	if (!do_cc && o->edge_ranges && o->frontier != FRONTIER_QUEUE) { /* (no scan level: no ranges) */
-		rc = part_setup(&gv, &gm, who, o->graph, r);
+		rc = part_setup(&gv, &gm, who, o->graph, r, o->edge_ranges == 2 ? o->line / gv.id_bytes : 0);
 		s6 = (void *)gv.ranges;
 		if (rc)
 			goto out;
@@ -1495,10 +1499,10 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			o->bfs_only = "--level-loop";
 			break;
 		case 'R': {
-			const int pick = opt_pick2(cmd, "scan-ranges", optarg, "edges", "vertices");
+			const int pick = !strcmp(optarg, "lines") ? 2 : opt_pick2(cmd, "scan-ranges", optarg, "edges", "vertices");
 			if (pick < 0)
 				return 2;
-			o->edge_ranges = pick == 0;
+			o->edge_ranges = pick == 2 ? 2 : pick == 0;
 			o->bfs_only = "--scan-ranges";
 			break;
 		}
