@@ -14,14 +14,16 @@ trap 'rm -rf "$W"' EXIT
 
 # each run: label|command|conditions|args (conditions: the doc's When tokens that hold)
 runs=(
-  "bfs-bam|bfs|--mode=bam|--sources=2"
-  "bfs-host|bfs||--mode=host --sources=2"
+  "bfs-bam|bfs|--mode=bam ranges|--sources=2"
+  "bfs-host|bfs|ranges|--mode=host --sources=2"
+  "bfs-bam-vranges|bfs|--mode=bam|--sources=2 --scan-ranges=vertices"
+  "bfs-host-queue|bfs||--mode=host --sources=2 --frontier=queue"
   "cc-bam|cc|--mode=bam|"
   "cc-host|cc||--mode=host"
-  "bfs-bam-trace-ranges|bfs|--mode=bam --level-trace --scan-ranges=edges|--sources=2 --level-trace --scan-ranges=edges --verify"
-  "bfs-host-trace-ranges|bfs|--level-trace --scan-ranges=edges|--mode=host --sources=2 --level-trace --scan-ranges=edges --verify"
+  "bfs-bam-trace-ranges|bfs|--mode=bam --level-trace ranges|--sources=2 --level-trace --scan-ranges=edges --verify"
+  "bfs-host-trace-ranges|bfs|--level-trace ranges|--mode=host --sources=2 --level-trace --scan-ranges=edges --verify"
   "cc-bam-verify|cc|--mode=bam|--verify --line-size=512 --cache-size=1M"
-  "bfs-bam-offmem|bfs|--mode=bam --offsets=memory|--sources=2 --offsets=memory"
+  "bfs-bam-offmem|bfs|--mode=bam --offsets=memory ranges|--sources=2 --offsets=memory"
   "cc-bam-offmem|cc|--mode=bam --offsets=memory|--offsets=memory"
   "bfs-missing|bfs|failure|GRAPH=$W/missing.bcsr"
   "cc-badopt|cc|failure|--sources=2"
@@ -41,7 +43,7 @@ done
 python3 - "$DOC" "$W" <<'EOF'
 import json, re, sys
 doc, w = sys.argv[1], sys.argv[2]
-KNOWN = {"always", "--mode=bam", "--level-trace", "--scan-ranges=edges", "--warps", "--offsets=memory", "failure"}
+KNOWN = {"always", "--mode=bam", "--level-trace", "ranges", "--warps", "--offsets=memory", "failure"}
 GPU_ONLY = {"--warps"}
 fails = []
 

@@ -55,9 +55,9 @@ struct gopts {
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	const char *level_loop; /* BFS on the GPU: --level-loop as given, "device" or "host"
 				 * (NULL: not given, the device loop) */
-	int edge_ranges;      /* BFS: --scan-ranges=edges (1) or lines (2): scan levels walk
-			       * ranges of the edge array instead of ranges of vertices
-			       * (lines: one cache line's edges each) */
+	int edge_ranges;      /* BFS --scan-ranges: 2 lines (default), 1 edges, 0 vertices:
+			       * scan levels walk ranges of the edge array (lines: one
+			       * line's edges each) or ranges of vertices */
 	int nsources_set;     /* --sources given */
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
@@ -114,6 +114,7 @@ struct gres {
 	const char *level_loop;  /* BFS: "device" or "host" */
 	uint32_t trace_n;
 	uint64_t nparts, part_edges; /* BFS scan levels: edge ranges and edges per range (0: vertex ranges) */
+	int part_lines;          /* the ranges are the edge array's lines (--scan-ranges=lines) */
 	uint64_t nranges;        /* their work items (graph_kern.h, GV_RANGE_VERTICES) */
 	double part_s;           /* finding the ranges' first vertices (in compute_s) */
 };
@@ -183,12 +184,14 @@ static void usage(FILE *f, const char *cmd)
 					  "  --level-loop=L     GPU: device (default: the levels run as one CUDA graph, no\n"
 					  "                     host round trip per level) or host (one launch, copy and\n"
 					  "                     synchronisation per level); the CPU target always uses host\n"
-					  "  --scan-ranges=R    how a scan level is shared out among warps: vertices\n"
-					  "                     (default: ranges of n/warps vertices) or edges (ranges of\n"
-					  "                     the edge array, so a warp whose vertices have long lists\n"
-					  "                     gets fewer of them; one sweep over the offsets per run,\n"
-					  "                     counted in the compute time, finds where they start; a\n"
-					  "                     graph without edges or --frontier=queue: no ranges)\n");
+					  "  --scan-ranges=R    how a scan level is shared out among warps: lines\n"
+					  "                     (default: a work item per line of the edge array, taken\n"
+					  "                     one by one), edges (ranges of about m/(64 x SMs) edges)\n"
+					  "                     or vertices (ranges of n/warps vertices). With lines and\n"
+					  "                     edges, a warp whose vertices have long lists gets fewer\n"
+					  "                     of them; one sweep over the offsets per run, counted in\n"
+					  "                     the compute time, finds where the ranges start (a graph\n"
+					  "                     without edges or --frontier=queue: no ranges)\n");
 }
 
 /* Bytes each of k controllers needs for the offsets (off_bytes) and edges (edge_bytes)
@@ -470,13 +473,14 @@ static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *who
 	return 0;
 }
 
-/* Cut the edge array into ranges for BFS scan levels (--scan-ranges=edges; graph_kern.h,
- * walk_part): multiples of GV_RANGE_GRANULE edges, about four per warp the device holds
- * at once (GPU: 64 per SM; CPU target: 32 per worker); one sweep over the offsets
- * (through the array in bam mode) finds the vertex where each range starts, and each
- * range's vertices are cut into work items of at most GV_RANGE_VERTICES. The items go
- * to target memory (gv->ranges; the caller frees them). Returns 0 or a negative errno
- * (the error said). */
+/* Cut the edge array into ranges for BFS scan levels (--scan-ranges=lines, the default,
+ * and edges; graph_kern.h, walk_part): line_edges edges each (lines: the edges of one
+ * cache line, so a work item is one line), else multiples of GV_RANGE_GRANULE edges,
+ * about four per warp the device holds at once (GPU: 64 per SM; CPU target: 32 per
+ * worker); one sweep over the offsets (through the array in bam mode) finds the vertex
+ * where each range starts, and each range's vertices are cut into work items of at most
+ * GV_RANGE_VERTICES. The items go to target memory (gv->ranges; the caller frees them).
+ * Returns 0 or a negative errno (the error said). */
 static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, const char *graph, struct gres *r,
 		      uint64_t line_edges)
 {
@@ -565,6 +569,7 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, c
 	r->nparts = np;
 	r->nranges = gv->nranges;
 	r->part_edges = E;
+	r->part_lines = line_edges != 0;
 	return rc;
 }
 
@@ -1288,7 +1293,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 			cJSON_AddStringToObject(j, "level_loop", r->level_loop ? r->level_loop : "host");
-			cJSON_AddStringToObject(j, "scan_ranges", r->nparts ? "edges" : "vertices");
+			cJSON_AddStringToObject(j, "scan_ranges", !r->nparts ? "vertices" : r->part_lines ? "lines" : "edges");
 			if (r->nparts) {
 				cJSON_AddNumberToObject(j, "edge_ranges", (double)r->nparts);
 				cJSON_AddNumberToObject(j, "scan_work_items", (double)r->nranges);
@@ -1365,9 +1370,9 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		       frontier_names[o->frontier], r->levels_scan, r->levels_queue,
 		       r->level_loop ? r->level_loop : "host");
 	if (!do_cc && r->nparts)
-		printf("  scan levels: %llu edge ranges of %llu edges, %llu work items (making them: %.4f s, in compute)\n",
-		       (unsigned long long)r->nparts, (unsigned long long)r->part_edges, (unsigned long long)r->nranges,
-		       r->part_s);
+		printf("  scan levels: %llu edge ranges of %llu edges%s, %llu work items (making them: %.4f s, in compute)\n",
+		       (unsigned long long)r->nparts, (unsigned long long)r->part_edges, r->part_lines ? " (a line each)" : "",
+		       (unsigned long long)r->nranges, r->part_s);
 	if (r->chunks)
 		printf("  neighbour lists over %u edges: walked as %llu chunks spread over all warps\n", GV_CHUNK,
 		       (unsigned long long)r->chunks);
@@ -1567,7 +1572,7 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 {
 	const char *cmd = do_cc ? "cc" : "bfs";
 	struct gopts o = {.backend = "emu", .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
-			  .timeout_ms = 10000, .off_prio = -1};
+			  .timeout_ms = 10000, .off_prio = -1, .edge_ranges = 2};
 	int rc = parse_common(argc, argv, &o, cmd);
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -1606,7 +1611,8 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 
 int bam_cmd_demo(int argc, char **argv)
 {
-	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000, .off_prio = -1};
+	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000, .off_prio = -1,
+			  .edge_ranges = 2};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: bam demo [INPUT] [options]\n"
