@@ -107,14 +107,14 @@ check "cc $(basename "$g") file back end, 2 files striped" "$BAM" cc "$g" --back
 for f in queue scan; do
   check "bfs $(basename "$g") --frontier=$f" "$BAM" bfs "$g" --frontier=$f --sources=3
 done
-# scan levels shared out by ranges of the edge array (edges) and by ranges of vertices,
-# besides the default (a range per line of the edge array: lines)
+# scan levels shared out by ranges of the edge array (edges; lines: a range per line of
+# it) instead of ranges of vertices (the default)
 for g2 in "${graphs[@]}"; do
   check "bfs $(basename "$g2") --scan-ranges=edges" "$BAM" bfs "$g2" --scan-ranges=edges --sources=3
-  check "bfs $(basename "$g2") --scan-ranges=vertices" "$BAM" bfs "$g2" --scan-ranges=vertices --sources=3
+  check "bfs $(basename "$g2") --scan-ranges=lines" "$BAM" bfs "$g2" --scan-ranges=lines --sources=3
 done
 check "bfs $(basename "$g") --frontier=scan --scan-ranges=edges" "$BAM" bfs "$g" --frontier=scan --scan-ranges=edges --sources=3
-check "bfs $(basename "$g") --frontier=scan (line ranges), 512 B lines" "$BAM" bfs "$g" --frontier=scan --line-size=512 --sources=3
+check "bfs $(basename "$g") --frontier=scan --scan-ranges=lines, 512 B lines" "$BAM" bfs "$g" --frontier=scan --scan-ranges=lines --line-size=512 --sources=3
 # neighbour lists longer than one chunk (4096 edges) are split over warps: a graph with
 # two hubs of 10000 and 5000 neighbours, a path between them and a tail; the run must
 # report that it walked chunks, and still equal the reference (scan levels by ranges of
@@ -154,10 +154,10 @@ if [ "$how" = edges ] && [ $((per % 32)) -eq 0 ] && [ "$per" -lt 10000 ] && [ $(
 else
   fail=$((fail + 1)); echo "FAIL: edge ranges on two hubs: $r"
 fi
-# line ranges (the default): a range per line of the edge array, here 1 KiB lines of
-# 4-byte ids (256 edges): ceil(30204 / 256) = 118 ranges
-check "bfs --frontier=scan on two hubs, 1 KiB lines" "$BAM" bfs "$W/hubs.bcsr" --source=20050 --frontier=scan --line-size=1K
-r=$("$BAM" bfs "$W/hubs.bcsr" --source=20050 --frontier=scan --line-size=1K --json --quiet --target=cpu |
+# line ranges: a range per line of the edge array, here 1 KiB lines of 4-byte ids (256
+# edges): ceil(30204 / 256) = 118 ranges
+check "bfs --frontier=scan --scan-ranges=lines on two hubs, 1 KiB lines" "$BAM" bfs "$W/hubs.bcsr" --source=20050 --frontier=scan --scan-ranges=lines --line-size=1K
+r=$("$BAM" bfs "$W/hubs.bcsr" --source=20050 --frontier=scan --scan-ranges=lines --line-size=1K --json --quiet --target=cpu |
   python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["scan_ranges"], int(d["edge_ranges"]), int(d["edges_per_range"]), int(d["scan_work_items"]))')
 if [ "$r" = "lines 118 256 ${r##* }" ] && [ "${r##* }" -ge 118 ]; then
   pass=$((pass + 1)); echo "ok: line ranges on two hubs: $r"

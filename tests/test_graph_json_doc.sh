@@ -14,16 +14,16 @@ trap 'rm -rf "$W"' EXIT
 
 # each run: label|command|conditions|args (conditions: the doc's When tokens that hold)
 runs=(
-  "bfs-bam|bfs|--mode=bam ranges|--sources=2"
-  "bfs-host|bfs|ranges|--mode=host --sources=2"
-  "bfs-bam-vranges|bfs|--mode=bam|--sources=2 --scan-ranges=vertices"
-  "bfs-host-queue|bfs||--mode=host --sources=2 --frontier=queue"
+  "bfs-bam|bfs|--mode=bam|--sources=2"
+  "bfs-host|bfs||--mode=host --sources=2"
+  "bfs-bam-lines|bfs|--mode=bam ranges|--sources=2 --scan-ranges=lines"
+  "bfs-host-lines-queue|bfs||--mode=host --sources=2 --scan-ranges=lines --frontier=queue"
   "cc-bam|cc|--mode=bam|"
   "cc-host|cc||--mode=host"
   "bfs-bam-trace-ranges|bfs|--mode=bam --level-trace ranges|--sources=2 --level-trace --scan-ranges=edges --verify"
   "bfs-host-trace-ranges|bfs|--level-trace ranges|--mode=host --sources=2 --level-trace --scan-ranges=edges --verify"
   "cc-bam-verify|cc|--mode=bam|--verify --line-size=512 --cache-size=1M"
-  "bfs-bam-offmem|bfs|--mode=bam --offsets=memory ranges|--sources=2 --offsets=memory"
+  "bfs-bam-offmem|bfs|--mode=bam --offsets=memory ranges|--sources=2 --offsets=memory --scan-ranges=lines"
   "cc-bam-offmem|cc|--mode=bam --offsets=memory|--offsets=memory"
   "bfs-missing|bfs|failure|GRAPH=$W/missing.bcsr"
   "cc-badopt|cc|failure|--sources=2"

@@ -55,7 +55,7 @@ struct gopts {
 	int level_trace;      /* BFS: time and misses of each level of the first source */
 	const char *level_loop; /* BFS on the GPU: --level-loop as given, "device" or "host"
 				 * (NULL: not given, the device loop) */
-	int edge_ranges;      /* BFS --scan-ranges: 2 lines (default), 1 edges, 0 vertices:
+	int edge_ranges;      /* BFS --scan-ranges: 0 vertices (default), 1 edges, 2 lines:
 			       * scan levels walk ranges of the edge array (lines: one
 			       * line's edges each) or ranges of vertices */
 	int nsources_set;     /* --sources given */
@@ -184,10 +184,10 @@ static void usage(FILE *f, const char *cmd)
 					  "  --level-loop=L     GPU: device (default: the levels run as one CUDA graph, no\n"
 					  "                     host round trip per level) or host (one launch, copy and\n"
 					  "                     synchronisation per level); the CPU target always uses host\n"
-					  "  --scan-ranges=R    how a scan level is shared out among warps: lines\n"
-					  "                     (default: a work item per line of the edge array, taken\n"
-					  "                     one by one), edges (ranges of about m/(64 x SMs) edges)\n"
-					  "                     or vertices (ranges of n/warps vertices). With lines and\n"
+					  "  --scan-ranges=R    how a scan level is shared out among warps: vertices\n"
+					  "                     (default: ranges of n/warps vertices), lines (a work item\n"
+					  "                     per line of the edge array, taken one by one) or edges\n"
+					  "                     (ranges of about m/(64 x SMs) edges). With lines and\n"
 					  "                     edges, a warp whose vertices have long lists gets fewer\n"
 					  "                     of them; one sweep over the offsets per run, counted in\n"
 					  "                     the compute time, finds where the ranges start (a graph\n"
@@ -473,8 +473,8 @@ static int off_to_memory(struct graph_view *gv, struct gmem *gm, const char *who
 	return 0;
 }
 
-/* Cut the edge array into ranges for BFS scan levels (--scan-ranges=lines, the default,
- * and edges; graph_kern.h, walk_part): line_edges edges each (lines: the edges of one
+/* Cut the edge array into ranges for BFS scan levels (--scan-ranges=lines and edges;
+ * graph_kern.h, walk_part): line_edges edges each (lines: the edges of one
  * cache line, so a work item is one line), else multiples of GV_RANGE_GRANULE edges,
  * about four per warp the device holds at once (GPU: 64 per SM; CPU target: 32 per
  * worker); one sweep over the offsets (through the array in bam mode) finds the vertex
@@ -1572,7 +1572,7 @@ static int graph_cmd(int argc, char **argv, int do_cc)
 {
 	const char *cmd = do_cc ? "cc" : "bfs";
 	struct gopts o = {.backend = "emu", .nsources = BAM_GRAPH_DEFAULT_SOURCES, .seed = 1, .source = -1,
-			  .timeout_ms = 10000, .off_prio = -1, .edge_ranges = 2};
+			  .timeout_ms = 10000, .off_prio = -1};
 	int rc = parse_common(argc, argv, &o, cmd);
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -1611,8 +1611,7 @@ int bam_cmd_cc(int argc, char **argv) { return graph_cmd(argc, argv, 1); }
 
 int bam_cmd_demo(int argc, char **argv)
 {
-	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000, .off_prio = -1,
-			  .edge_ranges = 2};
+	struct gopts o = {.backend = "emu", .seed = 1, .source = -1, .verify = 1, .timeout_ms = 10000, .off_prio = -1};
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: bam demo [INPUT] [options]\n"
