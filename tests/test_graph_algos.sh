@@ -196,6 +196,7 @@ refuse2() { # as refuse, and the exit status must be 2 (a refused option value)
 k=$W/kron12s.bcsr
 refuse "cc refuses --frontier" "applies to bfs only" "$BAM" cc "$k" --frontier=scan
 refuse "--offset-bytes: the values are named" "expected 4, 8 or auto" "$BAM" bfs "$k" --offset-bytes=2
+refuse2 "--scan-ranges: the values are named" "expected vertices, lines or edges" "$BAM" bfs "$k" --scan-ranges=foo
 refuse "--offsets-priority outside bam mode" "applies to --mode=bam only" "$BAM" bfs "$k" --mode=host --offsets-priority=high
 refuse "--offsets-priority: the values are named" "expected high or normal" "$BAM" cc "$k" --offsets-priority=max
 refuse2 "--offsets outside bam mode" "applies to --mode=bam only" "$BAM" cc "$k" --mode=host --offsets=memory

@@ -1504,10 +1504,11 @@ static int parse_common(int argc, char **argv, struct gopts *o, const char *cmd)
 			o->bfs_only = "--level-loop";
 			break;
 		case 'R': {
-			const int pick = !strcmp(optarg, "lines") ? 2 : opt_pick2(cmd, "scan-ranges", optarg, "edges", "vertices");
-			if (pick < 0)
+			if (strcmp(optarg, "vertices") && strcmp(optarg, "lines") && strcmp(optarg, "edges")) {
+				cli_fail("bam %s: --scan-ranges=%s: expected vertices, lines or edges\n", cmd, optarg);
 				return 2;
-			o->edge_ranges = pick == 2 ? 2 : pick == 0;
+			}
+			o->edge_ranges = !strcmp(optarg, "lines") ? 2 : !strcmp(optarg, "edges");
 			o->bfs_only = "--scan-ranges";
 			break;
 		}
