@@ -27,12 +27,12 @@ struct env {
  * slowness into failures; short (2 s) where the test is about the bound itself. */
 static uint64_t env_timeout_ns = 30000000000ull;
 
-static void open_env(struct env *e, const char *backend, uint64_t cache_bytes, uint32_t line, uint64_t n_elems,
-		     uint32_t es, enum bam_layout layout)
+/* the context (options o), a cache and one array of n_elems elements of es bytes */
+static void open_env_opts(struct env *e, const char *backend, const struct bam_ctx_opts *o, uint64_t cache_bytes,
+			  uint32_t line, uint64_t n_elems, uint32_t es, enum bam_layout layout)
 {
-	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 8, .queue_depth = 64, .timeout_ns = env_timeout_ns};
 	char err[256];
-	int rc = bam_ctx_open(backend, &o, &e->ctx, err, sizeof(err));
+	int rc = bam_ctx_open(backend, o, &e->ctx, err, sizeof(err));
 	if (rc)
 		fprintf(stderr, "%s\n", err);
 	assert_int_equal(rc, 0);
@@ -40,6 +40,14 @@ static void open_env(struct env *e, const char *backend, uint64_t cache_bytes, u
 	assert_int_equal(bam_cache_create(e->ctx, &co, &e->cache), 0);
 	struct bam_array_opts ao = {.n_elems = n_elems, .elem_size = es, .layout = layout};
 	assert_int_equal(bam_array_create(e->cache, &ao, &e->arr), 0);
+}
+
+/* open_env_opts with 8 queue pairs of depth 64 and the env_timeout_ns bound */
+static void open_env(struct env *e, const char *backend, uint64_t cache_bytes, uint32_t line, uint64_t n_elems,
+		     uint32_t es, enum bam_layout layout)
+{
+	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 8, .queue_depth = 64, .timeout_ns = env_timeout_ns};
+	open_env_opts(e, backend, &o, cache_bytes, line, n_elems, es, layout);
 }
 
 static void close_env(struct env *e)
@@ -360,13 +368,8 @@ static void test_fill_waiter_in_line(void **state)
 {
 	(void)state;
 	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 1, .queue_depth = 2, .timeout_ns = 60000000ull};
-	char err[256];
 	struct env e;
-	assert_int_equal(bam_ctx_open("emu:size=1M,delay_rate=1,delay_us=10000", &o, &e.ctx, err, sizeof(err)), 0);
-	struct bam_cache_opts co = {.capacity = 128 << 10, .line_size = 4096};
-	assert_int_equal(bam_cache_create(e.ctx, &co, &e.cache), 0);
-	struct bam_array_opts ao = {.n_elems = 32 * 1024, .elem_size = 4};
-	assert_int_equal(bam_array_create(e.cache, &ao, &e.arr), 0);
+	open_env_opts(&e, "emu:size=1M,delay_rate=1,delay_us=10000", &o, 128 << 10, 4096, 32 * 1024, 4, BAM_LAYOUT_STRIPE);
 	uint32_t *init = malloc(32 * 1024 * 4);
 	for (uint32_t k = 0; k < 32 * 1024; k++)
 		init[k] = k * 7u;
@@ -417,14 +420,9 @@ static void test_fill_failure_fails_its_waiters(void **state)
 	(void)state;
 	const uint64_t timeout = 300000000ull; /* 300 ms */
 	struct bam_ctx_opts o = {.target = BAM_TARGET_CPU, .qpairs = 2, .queue_depth = 16, .timeout_ns = timeout};
-	char err[256];
 	struct env e;
 	/* the controller answers one command (the read of line 1 below), then no more */
-	assert_int_equal(bam_ctx_open("emu:size=1M,stop_after=1", &o, &e.ctx, err, sizeof(err)), 0);
-	struct bam_cache_opts co = {.capacity = 64 << 10, .line_size = 4096};
-	assert_int_equal(bam_cache_create(e.ctx, &co, &e.cache), 0);
-	struct bam_array_opts ao = {.n_elems = 64 * 1024, .elem_size = 4};
-	assert_int_equal(bam_array_create(e.cache, &ao, &e.arr), 0);
+	open_env_opts(&e, "emu:size=1M,stop_after=1", &o, 64 << 10, 4096, 64 * 1024, 4, BAM_LAYOUT_STRIPE);
 	struct bam_array_dev *a = bam_array_dev(e.arr);
 	uint32_t v = 1;
 	assert_int_equal(bam_array_read_u32(a, 1024, &v), 0); /* line 1: answered */

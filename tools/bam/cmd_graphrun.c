@@ -114,7 +114,6 @@ struct gres {
 	const char *level_loop;  /* BFS: "device" or "host" */
 	uint32_t trace_n;
 	uint64_t nparts, part_edges; /* BFS scan levels: edge ranges and edges per range (0: vertex ranges) */
-	int part_lines;          /* the ranges are the edge array's lines (--scan-ranges=lines) */
 	uint64_t nranges;        /* their work items (graph_kern.h, GV_RANGE_VERTICES) */
 	double part_s;           /* finding the ranges' first vertices (in compute_s) */
 };
@@ -569,7 +568,6 @@ static int part_setup(struct graph_view *gv, struct gmem *gm, const char *who, c
 	r->nparts = np;
 	r->nranges = gv->nranges;
 	r->part_edges = E;
-	r->part_lines = line_edges != 0;
 	return rc;
 }
 
@@ -1293,7 +1291,7 @@ static cJSON *result_json(const struct gopts *o, int do_cc, const struct gres *r
 			cJSON_AddNumberToObject(j, "levels_scan", r->levels_scan);
 			cJSON_AddNumberToObject(j, "levels_queue", r->levels_queue);
 			cJSON_AddStringToObject(j, "level_loop", r->level_loop ? r->level_loop : "host");
-			cJSON_AddStringToObject(j, "scan_ranges", !r->nparts ? "vertices" : r->part_lines ? "lines" : "edges");
+			cJSON_AddStringToObject(j, "scan_ranges", !r->nparts ? "vertices" : o->edge_ranges == 2 ? "lines" : "edges");
 			if (r->nparts) {
 				cJSON_AddNumberToObject(j, "edge_ranges", (double)r->nparts);
 				cJSON_AddNumberToObject(j, "scan_work_items", (double)r->nranges);
@@ -1371,7 +1369,7 @@ static void print_result(const struct gopts *o, int do_cc, const struct gres *r,
 		       r->level_loop ? r->level_loop : "host");
 	if (!do_cc && r->nparts)
 		printf("  scan levels: %llu edge ranges of %llu edges%s, %llu work items (making them: %.4f s, in compute)\n",
-		       (unsigned long long)r->nparts, (unsigned long long)r->part_edges, r->part_lines ? " (a line each)" : "",
+		       (unsigned long long)r->nparts, (unsigned long long)r->part_edges, o->edge_ranges == 2 ? " (a line each)" : "",
 		       (unsigned long long)r->nranges, r->part_s);
 	if (r->chunks)
 		printf("  neighbour lists over %u edges: walked as %llu chunks spread over all warps\n", GV_CHUNK,
