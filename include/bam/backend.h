@@ -16,6 +16,28 @@
 
 BAM_EXTERN_C_BEGIN
 
+/* What a back-end string asks for, as its back end's own parser reads it, with nothing
+ * opened, created or allocated (bam_backend_info). */
+struct bam_backend_info {
+	char name[16];     /* the back end's registered name, e.g. "emu", "file" */
+	uint32_t n_ctrl;   /* controllers the open would create (emu's count=, file's paths) */
+	uint64_t size;     /* bytes of each controller's namespace the string fixes (size=);
+			    * 0: the open decides (the file's size, or the back end's default) */
+	uint32_t lba_size; /* bytes per LBA the string fixes (lba=); 0: the open decides */
+	uint32_t flags;    /* BAM_BACKEND_F_* */
+};
+/* The media live in memory: zero-filled at the open, gone at the close (emu's dram and
+ * gpu media). Without it the media are files or devices that outlive the run, and a
+ * write reaches them (file, emu media=file). */
+#define BAM_BACKEND_F_MEDIA_MEMORY (1u << 0)
+/* The media are in GPU memory (emu media=gpu); with BAM_BACKEND_F_MEDIA_MEMORY. */
+#define BAM_BACKEND_F_MEDIA_GPU    (1u << 1)
+/* The media are memory-mapped files: one cut short under the run raises SIGBUS. */
+#define BAM_BACKEND_F_MEDIA_MAPPED (1u << 2)
+/* The open creates its media at a size a tool may choose: the string gives no size= and
+ * names no existing media, so bam_backend_sized may add size=. */
+#define BAM_BACKEND_F_SIZABLE      (1u << 3)
+
 struct bam_backend_ops {
 	const char *name; /* the back-end string's prefix, e.g. "emu" */
 	/* Where the core puts the SQ and CQ rings: BAM_MEM_DEVICE (GPU memory: a
@@ -59,6 +81,10 @@ struct bam_backend_ops {
 	 * such field and must be rebuilt.) */
 	int (*media)(const char *args, int (*cb)(void *arg, const char *path), void *arg, char *err,
 		     size_t errlen);
+	/* Optional: parse 'args' as check does and describe what the open would create in
+	 * *out (name filled in by the caller). 0, or -EINVAL with the message open would
+	 * give. Without it, bam_backend_info reports one controller, sizes 0 and no flags. */
+	int (*info)(const char *args, struct bam_backend_info *out, char *err, size_t errlen);
 };
 
 /* Register a back end. Returns 0, -EEXIST (name taken) or -ENOSPC (table full). */
@@ -77,6 +103,23 @@ BAM_API const struct bam_backend_ops *bam_backend_find(const char *name, size_t 
  * which may be NULL). Which paths emu and file list: docs/BACKENDS.md. */
 BAM_API int bam_backend_media(const char *backend, int (*cb)(void *arg, const char *path), void *arg, char *err,
 			      size_t errlen);
+
+/* Describe what the back-end string 'backend' ("name[:key=value,...]", as for
+ * bam_ctx_open; NULL or "" = "emu") asks for, parsed by its back end's own parser:
+ * controllers, namespace and LBA sizes it fixes, where its media live. Opens and creates
+ * nothing. Returns 0, or -EINVAL (unknown back end, malformed string: the message in err,
+ * errlen bytes at most; err may be NULL). */
+BAM_API int bam_backend_info(const char *backend, struct bam_backend_info *out, char *err, size_t errlen);
+
+/* The back-end string to open for 'total' bytes of data spread over its controllers:
+ * 'backend' with ",size=PER" (or ":size=PER") added when its back end creates media of a
+ * size the caller may choose (BAM_BACKEND_F_SIZABLE), PER = ceil(total / controllers)
+ * rounded up to a whole multiple of both 'align' (a line, a block; 0 = 1) and 4096 bytes
+ * (a multiple of any LBA size); otherwise 'backend' unchanged. Written to out (outlen
+ * bytes). Returns 0; -EOVERFLOW when PER passes 2^64; -ENAMETOOLONG when out is too
+ * short; -EINVAL for a string bam_backend_info refuses (message in err, may be NULL). */
+BAM_API int bam_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen,
+			      char *err, size_t errlen);
 
 /* Option parsing helpers for back ends: "k=v,k=v". Calls cb for each pair; stops and
  * returns cb's non-zero return. Keys and values are NUL-terminated copies. */

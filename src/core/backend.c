@@ -31,6 +31,18 @@ const struct bam_backend_ops *bam_backend_find(const char *name, size_t len)
 	return NULL;
 }
 
+void bam_backend_names(char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < n_registered && at < len; i++) {
+		const int n = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", registry[i]->name);
+		if (n < 0)
+			break;
+		at += (size_t)n;
+	}
+}
+
 int bam_kv_parse(const char *args, int (*cb)(void *arg, const char *k, const char *v), void *arg)
 {
 	char *copy = strdup(args ? args : "");

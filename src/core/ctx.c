@@ -378,7 +378,11 @@ static const struct bam_backend_ops *backend_of(const char *backend, const char 
 	size_t nlen = colon ? (size_t)(colon - backend) : strlen(backend);
 	const struct bam_backend_ops *ops = bam_backend_find(backend, nlen);
 	if (!ops)
-		set_err(*err, *errlen, "unknown back end '%.*s' (known: emu, file)", (int)nlen, backend);
+	{
+		char known[256];
+		bam_backend_names(known, sizeof(known));
+		set_err(*err, *errlen, "unknown back end '%.*s' (known: %s)", (int)nlen, backend, known);
+	}
 	*args = colon ? colon + 1 : "";
 	return ops;
 }
@@ -402,6 +406,63 @@ int bam_backend_media(const char *backend, int (*cb)(void *arg, const char *path
 	if (!ops)
 		return -EINVAL;
 	return ops->media ? ops->media(args, cb, arg, err, errlen) : 0;
+}
+
+int bam_backend_info(const char *backend, struct bam_backend_info *out, char *err, size_t errlen)
+{
+	char localerr[512];
+	const char *args;
+	const struct bam_backend_ops *ops = backend_of(backend, &args, &err, &errlen, localerr, sizeof(localerr));
+	if (!ops)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->n_ctrl = 1;
+	int rc = ops->info ? ops->info(args, out, err, errlen) : ops->check ? ops->check(args, err, errlen) : 0;
+	snprintf(out->name, sizeof(out->name), "%s", ops->name);
+	return rc;
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		const uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+int bam_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen, char *err,
+		      size_t errlen)
+{
+	struct bam_backend_info info;
+	if (!backend || !*backend)
+		backend = "emu"; /* bam_ctx_open's default */
+	int rc = bam_backend_info(backend, &info, err, errlen);
+	if (rc)
+		return rc;
+	int n;
+	if (!(info.flags & BAM_BACKEND_F_SIZABLE)) {
+		n = snprintf(out, outlen, "%s", backend);
+		return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	}
+	const uint64_t count = info.n_ctrl ? info.n_ctrl : 1;
+	uint64_t per = total / count + (total % count != 0);
+	/* whole units of 'align' and whole 4 KiB blocks (a multiple of any LBA size the
+	 * string may ask for, so that a line/LBA mismatch is reported as such): a multiple
+	 * of their least common multiple */
+	if (!align)
+		align = 1;
+	const uint64_t g = gcd_u64(align, 4096);
+	if (align / g > UINT64_MAX / 4096)
+		return -EOVERFLOW;
+	const uint64_t unit = align / g * 4096;
+	const uint64_t whole = per / unit + (per % unit != 0);
+	if (whole > UINT64_MAX / unit)
+		return -EOVERFLOW;
+	per = whole * unit;
+	n = snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
 int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct bam_ctx **out,

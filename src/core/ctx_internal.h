@@ -42,6 +42,8 @@ void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 /* What a file of this st_mode (fstat) is, for a message that refuses it: "a
  * character device", "a FIFO", ... (src/core/backend.c). */
 const char *bam_file_kind(unsigned mode);
+/* The registered back ends' names, ", "-separated, in registration order, into buf. */
+void bam_backend_names(char *buf, size_t len);
 
 /* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. */
 int bam_gpu_available(void);

@@ -31,6 +31,7 @@ struct emu_cfg {
 	uint32_t workers;
 	uint32_t poll_ns;    /* poll_ns=: the GPU workers' longest idle pause */
 	int poll_set;
+	int size_given;      /* size= was in the string (else the default, or the file's) */
 	struct emu_faults f;
 	char bad[200];
 };
@@ -410,6 +411,7 @@ static int emu_cfg_parse(const char *args, struct emu_cfg *cfg, char *err, size_
 		snprintf(err, errlen, "emu: media=file needs path=FILE");
 		return -EINVAL;
 	}
+	cfg->size_given = cfg->size != 0;
 	if (!cfg->size && !cfg->media_file)
 		cfg->size = 1ull << 30;
 	if (cfg->size % cfg->lba) {
@@ -439,6 +441,23 @@ static int emu_media(const char *args, int (*cb)(void *arg, const char *path), v
 		rc = cb(arg, path);
 	}
 	return rc;
+}
+
+static int emu_info(const char *args, struct bam_backend_info *out, char *err, size_t errlen)
+{
+	struct emu_cfg cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	int rc = emu_cfg_parse(args, &cfg, err, errlen);
+	if (rc)
+		return rc;
+	out->n_ctrl = cfg.count;
+	out->size = cfg.size_given ? cfg.size : 0;
+	out->lba_size = cfg.lba;
+	out->flags = cfg.media_file ? BAM_BACKEND_F_MEDIA_MAPPED
+				    : BAM_BACKEND_F_MEDIA_MEMORY | (cfg.media_gpu ? BAM_BACKEND_F_MEDIA_GPU : 0);
+	if (!cfg.size_given && !cfg.media_file)
+		out->flags |= BAM_BACKEND_F_SIZABLE;
+	return 0;
 }
 
 static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
@@ -897,6 +916,7 @@ static const struct bam_backend_ops emu_ops = {
 	.open = emu_open,
 	.check = emu_check,
 	.media = emu_media,
+	.info = emu_info,
 	.admin = emu_admin,
 	.doorbell = emu_doorbell,
 	.start = emu_start,

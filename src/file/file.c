@@ -491,6 +491,20 @@ static int file_media(const char *args, int (*cb)(void *arg, const char *path), 
 	return rc;
 }
 
+static int file_info(const char *args, struct bam_backend_info *out, char *err, size_t errlen)
+{
+	struct file_cfg cfg;
+	int rc = file_cfg_parse(args, &cfg, err, errlen);
+	if (!rc) {
+		out->n_ctrl = cfg.n_paths;
+		out->size = cfg.size;
+		out->lba_size = cfg.lba;
+		out->flags = 0; /* files and devices that outlive the run */
+	}
+	file_cfg_free(&cfg);
+	return rc;
+}
+
 static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t *n_ctrl, char *err, size_t errlen)
 {
 	struct file_be *fb = calloc(1, sizeof(*fb));
@@ -1283,6 +1297,7 @@ static const struct bam_backend_ops file_ops = {
 	.open = file_open,
 	.check = file_check,
 	.media = file_media,
+	.info = file_info,
 	.admin = file_admin,
 	.doorbell = file_doorbell,
 	.start = file_start,

@@ -30,46 +30,6 @@ int bam_cmd_graph(int argc, char **argv);
 
 
 
-/* The back-end string helpers the commands share (cli_util.c): the emulator's size for
- * a run, and whether its media is GPU memory (where bench's baseline must read). */
-static void test_backend_strings(void **state)
-{
-	(void)state;
-	char b[1024];
-	assert_int_equal(cli_backend_sized("", 1000, 512, b, sizeof(b)), 0);
-	assert_string_equal(b, "emu:size=4096"); /* the default back end, whole 4 KiB blocks */
-	assert_int_equal(cli_backend_sized("emu:count=3", 1ull << 20, 4096, b, sizeof(b)), 0);
-	assert_string_equal(b, "emu:count=3,size=352256"); /* ceil(1 MiB / 3) up to 4 KiB */
-	assert_int_equal(cli_backend_sized("emu", 10000, 8192, b, sizeof(b)), 0);
-	assert_string_equal(b, "emu:size=16384"); /* whole 8 KiB lines */
-	/* blocks of 3072 bytes striped over 2: a multiple of both 3072 and 4096 (12288) */
-	assert_int_equal(cli_backend_sized("emu:count=2", 1ull << 20, 3072, b, sizeof(b)), 0);
-	assert_string_equal(b, "emu:count=2,size=528384");
-	/* the last count= (as the emulator reads it), decimal or hex */
-	assert_int_equal(cli_backend_sized("emu:count=4,count=1", 8192, 4096, b, sizeof(b)), 0);
-	assert_string_equal(b, "emu:count=4,count=1,size=8192");
-	assert_int_equal(cli_backend_count("emu:count=0x4"), 4);
-	assert_int_equal(cli_backend_count("emu:count=7"), 7);
-	assert_int_equal(cli_backend_count("emu:count=4x"), 1); /* refused by the open */
-	assert_int_equal(cli_backend_count("file:/a,count=3"), 1);
-	assert_int_equal(cli_backend_sized("emu:size=1M", 1ull << 30, 4096, b, sizeof(b)), 0);
-	assert_string_equal(b, "emu:size=1M"); /* an explicit size is kept */
-	assert_int_equal(cli_backend_sized("file:/x", 1ull << 30, 4096, b, sizeof(b)), 0);
-	assert_string_equal(b, "file:/x");
-	/* a size past 2^64 once rounded up: refused, not wrapped */
-	assert_int_equal(cli_backend_sized("emu", UINT64_MAX - 100, 4096, b, sizeof(b)), -EOVERFLOW);
-	assert_int_equal(cli_backend_sized("emu", UINT64_MAX - 4095, 4096, b, sizeof(b)), 0);
-	assert_int_equal(cli_backend_media_gpu("emu:media=gpu"), 1);
-	assert_int_equal(cli_backend_media_gpu("emu:count=2,media=gpu,size=1G"), 1);
-	assert_int_equal(cli_backend_media_gpu("emu:media=gpu,media=dram"), 0); /* the last wins */
-	assert_int_equal(cli_backend_media_gpu("emu:media=dram,media=gpu"), 1);
-	assert_int_equal(cli_backend_media_gpu("emu:media=gpux"), 0);
-	assert_int_equal(cli_backend_media_gpu("emu"), 0);
-	assert_int_equal(cli_backend_media_gpu(""), 0);
-	assert_int_equal(cli_backend_media_gpu("emulator:media=gpu"), 0);
-	assert_int_equal(cli_backend_media_gpu("file:/media=gpu"), 0);
-}
-
 static int setup(void **state)
 {
 	(void)state;
@@ -371,7 +331,6 @@ static void test_generate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_backend_strings),
 		cmocka_unit_test(test_help_and_usage),
 		cmocka_unit_test(test_import_info),
 		cmocka_unit_test(test_import_error_leaves_nothing),

@@ -145,7 +145,7 @@ void cli_media_keep(const struct cli_media *m)
 		media_live = NULL;
 }
 
-static int is_emu(const char *backend);
+static struct bam_backend_info backend_info(const char *backend);
 
 /* The back end's own parser says which files the open takes (bam_backend_media): a
  * parser of our own here read count=0x2 as 0 and took path tokens with '=' for options,
@@ -161,7 +161,7 @@ void cli_media_note(struct cli_media *m, const char *backend)
 		m->n = 0;
 	else if (rc) /* not all listed (out of memory): the caller refuses the run */
 		m->incomplete = 1;
-	media_watch(m, is_emu(b));
+	media_watch(m, !!(backend_info(b).flags & BAM_BACKEND_F_MEDIA_MAPPED));
 }
 
 const char *cli_media_same(const struct cli_media *m, int fd)
@@ -196,104 +196,41 @@ void cli_media_forget(const struct cli_media *m)
 	cli_media_keep(m);
 }
 
-/* 'backend' names the emulator ("emu" or "emu:..."; the empty string, which also
- * means emu, only where a caller says so) */
-static int is_emu(const char *backend)
+/* What the back end's own parser says of 'backend' (bam_backend_info); for a string it
+ * refuses, one controller and no flags: the open refuses it with the message. */
+static struct bam_backend_info backend_info(const char *backend)
 {
-	return !strncmp(backend, "emu", 3) && (!backend[3] || backend[3] == ':');
-}
-
-/* The value of the last 'key'= of an "emu[:k=v,...]" string (the emulator's parser
- * keeps the last of a repeated key), as a pointer into the string and a length; NULL
- * when the string is not the emulator's or has no such key. */
-static const char *emu_key(const char *backend, const char *key, size_t *len)
-{
-	if (!is_emu(backend))
-		return NULL;
-	const size_t kl = strlen(key);
-	const char *found = NULL;
-	for (const char *k = backend[3] ? backend + 4 : backend + 3; *k;) {
-		const char *end = strchr(k, ',');
-		const size_t n = end ? (size_t)(end - k) : strlen(k);
-		if (n > kl && k[kl] == '=' && !strncmp(k, key, kl)) {
-			found = k + kl + 1;
-			*len = n - kl - 1;
-		}
-		k += n + (end ? 1 : 0);
+	struct bam_backend_info info;
+	if (bam_backend_info(backend, &info, NULL, 0)) {
+		memset(&info, 0, sizeof(info));
+		info.n_ctrl = 1;
 	}
-	return found;
+	return info;
 }
 
 uint32_t cli_backend_count(const char *backend)
 {
-	size_t len = 0;
-	const char *v = emu_key(backend, "count", &len);
-	if (!v)
-		return 1;
-	/* as the emulator reads numbers: decimal, or hex after 0x */
-	const int hex = len > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
-	char *end = NULL;
-	unsigned long long n = strtoull(hex ? v + 2 : v, &end, hex ? 16 : 10);
-	if (end != v + len || !n || n > UINT32_MAX)
-		return 1; /* a bad count: the open refuses it */
-	return (uint32_t)n;
+	return backend_info(backend).n_ctrl;
 }
 
 int cli_backend_media_gpu(const char *backend)
 {
-	size_t len = 0;
-	const char *v = emu_key(backend, "media", &len);
-	return v && len == 3 && !strncmp(v, "gpu", 3);
+	return !!(backend_info(backend).flags & BAM_BACKEND_F_MEDIA_GPU);
 }
 
 int cli_backend_media_in_memory(const char *backend)
 {
-	if (!backend[0]) /* the empty string means emu */
-		return 1;
-	size_t len = 0;
-	if (!is_emu(backend) || emu_key(backend, "path", &len)) /* path= implies media=file */
-		return 0;
-	const char *v = emu_key(backend, "media", &len);
-	return !v || !(len == 4 && !strncmp(v, "file", 4));
-}
-
-static uint64_t gcd_u64(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
+	return !!(backend_info(backend).flags & BAM_BACKEND_F_MEDIA_MEMORY);
 }
 
 int cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen)
 {
-	size_t len = 0;
-	if (!*backend)
-		backend = "emu"; /* bam_ctx_open's default */
-	if (strncmp(backend, "emu", 3) || emu_key(backend, "size", &len) || emu_key(backend, "path", &len)) {
+	const int rc = bam_backend_sized(backend, total, align, out, outlen, NULL, 0);
+	if (rc == -EINVAL) { /* (the precheck or the open refuses it, with the message) */
 		snprintf(out, outlen, "%s", backend);
 		return 0;
 	}
-	uint64_t count = cli_backend_count(backend);
-	uint64_t per = total / count + (total % count != 0);
-	/* whole units of 'align' (lines, or the blocks a benchmark stripes) and whole 4 KiB
-	 * blocks (a multiple of any LBA size, 512 or 4096, the string may ask for, so a
-	 * line/LBA mismatch is reported as such): a multiple of their least common
-	 * multiple */
-	if (!align)
-		align = 1;
-	const uint64_t g = gcd_u64(align, 4096);
-	if (align / g > UINT64_MAX / 4096)
-		return -EOVERFLOW;
-	const uint64_t unit = align / g * 4096;
-	const uint64_t whole = per / unit + (per % unit != 0);
-	if (whole > UINT64_MAX / unit)
-		return -EOVERFLOW;
-	per = whole * unit;
-	snprintf(out, outlen, "%s%ssize=%llu", backend, strchr(backend, ':') ? "," : ":", (unsigned long long)per);
-	return 0;
+	return rc;
 }
 
 size_t cli_utf8_len(const unsigned char *s)

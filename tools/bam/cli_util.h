@@ -5,17 +5,15 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
-/* For an "emu" back-end string without size= or path=, append size=<per_ctrl>
- * (per_ctrl = ceil(total / count), rounded up to a multiple of both align and 4096).
- * Other strings are copied. 0, or -EOVERFLOW when that size passes 2^64 (nothing
- * useful written to out). */
+/* bam_backend_sized: size=<per controller> added where the back end creates media of a
+ * size the caller may choose; a string the back end refuses is copied (the open refuses
+ * it with the message). 0, or -EOVERFLOW when that size passes 2^64. */
 int cli_backend_sized(const char *backend, uint64_t total, uint64_t align, char *out, size_t outlen);
-/* 1 when 'backend' is the emulator with its namespace in GPU memory (the last media=
- * key says gpu), else 0: where a benchmark's physical baseline must read from. */
+/* 1 when the back end's media are in GPU memory (bam_backend_info), else 0: where a
+ * benchmark's physical baseline must read from. */
 int cli_backend_media_gpu(const char *backend);
-/* Whether 'backend' is the emulator with its media in memory (DRAM, the default, or
- * media=gpu), which start zeroed in every run and are gone when it ends (not media=file,
- * path=, or another back end). */
+/* Whether the back end's media are in memory (bam_backend_info), zero-filled in every
+ * run and gone when it ends. */
 int cli_backend_media_in_memory(const char *backend);
 /* Longest --backend value the tools take: they append ",size=N" to an emu string in a
  * 1024-byte buffer. */
@@ -57,7 +55,7 @@ void cli_media_keep(const struct cli_media *m);
 const char *cli_media_same(const struct cli_media *m, int fd);
 /* After a failed run: remove the noted files the run created. */
 void cli_media_forget(const struct cli_media *m);
-/* Number of controllers an "emu" string asks for (its last count=), else 1. */
+/* Number of controllers the back-end string asks for (1 for a string the back end refuses). */
 uint32_t cli_backend_count(const char *backend);
 double cli_now(void);
 /* Index of s in names[0..count), or -1. */
