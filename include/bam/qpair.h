@@ -206,8 +206,7 @@ BAM_HD_INLINE void bam_qp_credit_pause(uint32_t iter)
 		bam_spin_pause(iter);
 	} else {
 		const uint32_t k = iter - 256 < 6 ? iter - 256 : 6;
-		struct timespec ts = {0, (long)(16000u << k)};
-		nanosleep(&ts, NULL);
+		bam_host_sleep_ns((long)(16000u << k));
 	}
 #endif
 }
