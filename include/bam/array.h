@@ -62,7 +62,7 @@
  * is recorded in pending[slot] (controller, queue pair, CID), and the slot is given
  * back (bam_cache_slot_reclaim) only once that command is known complete: when its
  * CID is no longer ABANDONED, i.e. the CQ head mover has passed its late completion
- * (bam/qpair.h). The victim search and the flush do that as they meet such slots;
+ * (bam/detail/qpair.h). The victim search and the flush do that as they meet such slots;
  * bam_cache_reclaim (bam/cache.h) does it for the whole cache. A command whose
  * completion never comes (dropped, controller stopped) keeps its slot out of use.
  */
@@ -272,7 +272,7 @@ BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_
 /*
  * Whether the command a pending[] record names is known complete, so that the
  * controller will not touch its buffer again. The waiter that timed out left its CID
- * ABANDONED (bam/qpair.h); only the CQ head mover changes that, to FREE, when it passes
+ * ABANDONED (bam/detail/qpair.h); only the CQ head mover changes that, to FREE, when it passes
  * the command's late CQE, which the controller posts after the data transfer. So a
  * CID seen in any other state (FREE, or BUSY/ABANDONED again for a newer command: the
  * latter reads as "not complete", which only delays the slot) means complete. The

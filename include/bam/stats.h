@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bam/stats.h - the counters the library keeps on the device side and the host API
+ * reads back: per queue pair (summed per controller in bam_ctrl_stats, bam/bam.h).
+ * Plain data, no functions.
+ */
+#ifndef BAM_STATS_H
+#define BAM_STATS_H
+
+#include "bam/defs.h"
+
+/* Counters kept per queue pair (all monotonic, read by bam_ctx_ctrl_stats). */
+struct bam_qpair_counters {
+	uint64_t submitted;   /* SQEs made visible to the controller */
+	uint64_t completed;   /* CQEs passed by the CQ head (a fill's CQE may wait for the
+			       * next head move: bam_qpair_help_lazy) */
+	uint64_t doorbells;   /* SQ tail doorbell writes (submitted/doorbells = batching) */
+	uint64_t timeouts;    /* waits that gave up (-ETIMEDOUT) */
+	uint64_t late;        /* CQEs that arrived for abandoned CIDs */
+	uint64_t stray;       /* CQEs whose CID was not outstanding (a controller bug) */
+};
+
+#endif /* BAM_STATS_H */
