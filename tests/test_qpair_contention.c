@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include "bam/bam.h"
 #include "bam/dev.h"
-#include "bam/qpair.h"
+#include "bam/detail/qpair.h"
 
 struct job {
 	struct bam_dev *dev;

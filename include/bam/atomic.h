@@ -16,11 +16,7 @@
 #ifndef BAM_ATOMIC_H
 #define BAM_ATOMIC_H
 
-
 #include "bam/defs.h"
-
-#include <sched.h>
-#include <time.h>
 
 /* ---- loads and stores --------------------------------------------------------- */
 
@@ -344,6 +340,26 @@ BAM_HD_INLINE void bam_fence_seq_cst_sys(void)
 
 /* ---- time and backoff --------------------------------------------------------- */
 
+#if !BAM_ON_GPU
+/* The host side's clock, sleeps and futexes are library functions
+ * (src/core/cpu_launch.c), not inline POSIX calls: so that this header needs no
+ * feature-test macro and compiles as strict ISO C after any system header. */
+BAM_EXTERN_C_BEGIN
+/* CLOCK_MONOTONIC in nanoseconds. */
+BAM_API uint64_t bam_host_time_ns(void);
+/* Sleep ns nanoseconds, 0 <= ns < 10^9 (nanosleep; may return early). */
+BAM_API void bam_host_sleep_ns(long ns);
+/* Give the core to another thread (sched_yield). */
+BAM_API void bam_host_yield(void);
+/* CPU target: sleep while *p == val, at most ns nanoseconds, 0 <= ns < 10^9 (a Linux
+ * futex; a spurious or early return is harmless: callers re-check what they wait for).
+ * src/core/cpu_launch.c. */
+BAM_API void bam_cpu_futex_wait(uint32_t *p, uint32_t val, long ns);
+/* CPU target: bump *p and wake one thread asleep on it in bam_cpu_futex_wait. */
+BAM_API void bam_cpu_futex_wake(uint32_t *p);
+BAM_EXTERN_C_END
+#endif
+
 /* Monotonic nanoseconds: %globaltimer on the GPU, CLOCK_MONOTONIC on the host. Only
  * differences are meaningful, and only on the side that read them. */
 BAM_HD_INLINE uint64_t bam_time_ns(void)
@@ -353,9 +369,7 @@ BAM_HD_INLINE uint64_t bam_time_ns(void)
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 	return t;
 #else
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return bam_host_time_ns();
 #endif
 }
 
@@ -373,26 +387,14 @@ BAM_HD_INLINE void bam_spin_pause(uint32_t iter)
 		__builtin_ia32_pause();
 #endif
 	} else if (iter < 256) {
-		sched_yield();
+		bam_host_yield();
 	} else {
 		/* 20 us, then 200 us after 1024 spins: a hundred waiting threads waking every
 		 * 20 us kept 2 cores busy in the kernel and starved the threads they waited
 		 * for (bam bench --array, 128 CPU threads on a 2-line cache: 141 reads/s) */
-		struct timespec ts = {0, iter < 1024 ? 20000 : 200000};
-		nanosleep(&ts, NULL);
+		bam_host_sleep_ns(iter < 1024 ? 20000 : 200000);
 	}
 #endif
 }
-
-#if !BAM_ON_GPU
-BAM_EXTERN_C_BEGIN
-/* CPU target: sleep while *p == val, at most ns nanoseconds, 0 <= ns < 10^9 (a Linux
- * futex; a spurious or early return is harmless: callers re-check what they wait for).
- * src/core/cpu_launch.c. */
-BAM_API void bam_cpu_futex_wait(uint32_t *p, uint32_t val, long ns);
-/* CPU target: bump *p and wake one thread asleep on it in bam_cpu_futex_wait. */
-BAM_API void bam_cpu_futex_wake(uint32_t *p);
-BAM_EXTERN_C_END
-#endif
 
 #endif /* BAM_ATOMIC_H */

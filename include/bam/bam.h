@@ -5,7 +5,7 @@
  *
  * A context ('struct bam_ctx') owns: the target the kernels run on (GPU or host
  * threads), one or more NVMe controllers opened from a back-end string, and for each
- * controller a number of I/O queue pairs (struct bam_qpair, bam/qpair.h) in memory
+ * controller a number of I/O queue pairs (struct bam_qpair, bam/detail/qpair.h) in memory
  * the submitting threads reach. The device-side view of all of it is a 'struct
  * bam_dev' (bam/dev.h) that kernels take as an argument.
  *
@@ -18,7 +18,7 @@
 #include "bam/defs.h"
 #include <stdio.h>
 #include "bam/nvme_spec.h"
-#include "bam/qpair.h"
+#include "bam/stats.h"
 
 BAM_EXTERN_C_BEGIN
 

@@ -56,7 +56,7 @@ BAM_API int bam_cache_flush(struct bam_cache *c);
 /* Drop every clean line (to measure cold runs). -EBUSY if a line is dirty or in use. */
 BAM_API int bam_cache_invalidate(struct bam_cache *c);
 /*
- * Give back the slots that timed-out commands took out of use (bam/array.h: a slot
+ * Give back the slots that timed-out commands took out of use (bam/detail/cache_slots.h: a slot
  * whose fill timed out is retired, one whose write-back timed out is pinned to its
  * line) whose command is now known complete: its late completion has arrived (this
  * call moves the queues' CQ heads past completions that arrived while no thread waited
@@ -80,7 +80,7 @@ struct bam_array_opts {
 	uint64_t base_lba;      /* first LBA on each controller (a multiple of line_size/LBA) */
 	uint32_t priority;      /* 0: normal; 1: high: the victim search passes over up to
 				 * BAM_KEEP_SKIPS of this array's cached lines before it evicts one
-				 * as any other (bam/array.h), so they stay cached longer than
+				 * as any other (bam/detail/cache_slots.h), so they stay cached longer than
 				 * normal lines under pressure; for a small array read again and
 				 * again (BFS's offsets). Not a pin: a cache full of them still
 				 * evicts. Other values: -EINVAL */

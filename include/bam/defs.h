@@ -11,14 +11,6 @@
 #ifndef BAM_DEFS_H
 #define BAM_DEFS_H
 
-/* The shared inline code uses POSIX clock_gettime, nanosleep and sched_yield on the
- * host: ask for them when the includer compiles as strict ISO C and has not chosen.
- * Every public header includes this one first; it takes effect only if no system
- * header came before (otherwise compile with -std=gnu11 or define _POSIX_C_SOURCE). */
-#if !defined(__CUDACC__) && !defined(__cplusplus) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
-#define _POSIX_C_SOURCE 200809L
-#endif
-
 #include <stdint.h>
 #include <stddef.h>
 

@@ -12,7 +12,7 @@
 #include "bam/defs.h"
 #include "bam/atomic.h"
 #include "bam/nvme_spec.h"
-#include "bam/qpair.h"
+#include "bam/detail/qpair.h"
 
 #define BAM_MAX_CTRLS 32
 

@@ -3,11 +3,31 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "bam/bam.h"
+#include "bam/atomic.h"
+
+uint64_t bam_host_time_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void bam_host_sleep_ns(long ns)
+{
+	struct timespec ts = {0, ns};
+	nanosleep(&ts, NULL);
+}
+
+void bam_host_yield(void)
+{
+	sched_yield();
+}
 
 void bam_cpu_futex_wait(uint32_t *p, uint32_t val, long ns)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bam/qpair.h - one NVMe I/O queue pair (SQ + CQ) driven by many submitting threads at
+ * bam/detail/qpair.h - one NVMe I/O queue pair (SQ + CQ) driven by many submitting threads at
  * once, with the lock-minimised protocol of the BaM paper (ASPLOS '23, section 4.2;
  * ../docs/DESIGN.md "Queue protocol"). Compiled for GPU threads (nvcc) and for host
  * threads (gcc, the CPU target) from this one header.
@@ -28,30 +28,24 @@
  * model of exactly this code) say what is guaranteed.
  *
  * Depth: a power of two from 2 to 65536 (CAP.MQES + 1 bounds it per controller).
+ *
+ * Not API: this header is the implementation of the device-side I/O path
+ * (bam/dev.h, bam/array.h) and may change in any release; applications use bam/dev.h
+ * (bam_dev_io and friends) and bam/array.h. Its counters are in bam/stats.h.
  */
-#ifndef BAM_QPAIR_H
-#define BAM_QPAIR_H
+#ifndef BAM_DETAIL_QPAIR_H
+#define BAM_DETAIL_QPAIR_H
 
 #include "bam/defs.h"
 #include <errno.h>
 #include "bam/atomic.h"
 #include "bam/nvme_spec.h"
+#include "bam/stats.h"
 
 /* CID states (cid_state[]) */
 #define BAM_CID_FREE      0u
 #define BAM_CID_BUSY      1u /* a thread waits for its completion */
 #define BAM_CID_ABANDONED 2u /* its waiter timed out; the CQE is discarded on arrival */
-
-/* Counters kept per queue pair (all monotonic, read by bam_qpair_stats). */
-struct bam_qpair_counters {
-	uint64_t submitted;   /* SQEs made visible to the controller */
-	uint64_t completed;   /* CQEs passed by the CQ head (a fill's CQE may wait for the
-			       * next head move: bam_qpair_help_lazy) */
-	uint64_t doorbells;   /* SQ tail doorbell writes (submitted/doorbells = batching) */
-	uint64_t timeouts;    /* waits that gave up (-ETIMEDOUT) */
-	uint64_t late;        /* CQEs that arrived for abandoned CIDs */
-	uint64_t stray;       /* CQEs whose CID was not outstanding (a controller bug) */
-};
 
 /*
  * The queue pair. Lives in memory the submitting threads and the controller can both
@@ -206,8 +200,7 @@ BAM_HD_INLINE void bam_qp_credit_pause(uint32_t iter)
 		bam_spin_pause(iter);
 	} else {
 		const uint32_t k = iter - 256 < 6 ? iter - 256 : 6;
-		struct timespec ts = {0, (long)(16000u << k)};
-		nanosleep(&ts, NULL);
+		bam_host_sleep_ns((long)(16000u << k));
 	}
 #endif
 }
@@ -742,4 +735,4 @@ BAM_HD_INLINE int bam_qpair_wait_pos(struct bam_qpair *qp, uint16_t cid, uint64_
 	}
 }
 
-#endif /* BAM_QPAIR_H */
+#endif /* BAM_DETAIL_QPAIR_H */
