@@ -2,7 +2,7 @@
 /*
  * fuzz_emu_sqe.c - libFuzzer harness of the software controllers' command checks and
  * PRP walker (src/nvmet/nvmet.h: nvmet_validate, nvmet_prp_begin/nvmet_prp_next) and
- * the emulator's fault injection (src/emu/emu_core.h: emu_inject), the code that
+ * the emulator's fault injection (src/backends/emu/emu_core.h: emu_inject), the code that
  * turns a 64-byte SQE from a submitter into data movement.
  *
  * The emulator takes DMA addresses as pointers (identity mapping), so the harness
@@ -32,7 +32,7 @@
  */
 #include <stdlib.h>
 #include "fuzz_common.h"
-#include "emu/emu_core.h"
+#include "backends/emu/emu_core.h"
 
 #define FZ_ARENA_PAGES 8u
 #define FZ_ARENA_BYTES (FZ_ARENA_PAGES * NVME_PAGE_SIZE)

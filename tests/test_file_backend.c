@@ -24,7 +24,7 @@
 #include "bam/bam.h"
 #include "bam/cache.h"
 #include "bam/dev.h"
-#include "file/file_core.h"
+#include "backends/file/file_core.h"
 
 #define ST(sct, sc) NVME_STATUS(sct, sc)
 

@@ -5,7 +5,7 @@
 
 #include "emu_core.h"
 
-/* A timing profile (src/emu/profiles.c; every figure with its source there). */
+/* A timing profile (src/backends/emu/profiles.c; every figure with its source there). */
 struct bam_emu_profile {
 	const char *name;
 	const char *model;          /* Identify Controller MN */

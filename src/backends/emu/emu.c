@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bam/cache.h" /* bam_mem_available */
-#include "../core/ctx_internal.h"
+#include "../../core/ctx_internal.h"
 #include "emu.h"
 
 struct emu_cfg {

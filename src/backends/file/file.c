@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "../core/ctx_internal.h"
+#include "../../core/ctx_internal.h"
 #include "file_core.h"
 
 #define ST(sct, sc) NVME_STATUS(sct, sc)

@@ -13,7 +13,7 @@
 #ifndef BAM_EMU_CORE_H
 #define BAM_EMU_CORE_H
 
-#include "../nvmet/nvmet.h"
+#include "../../nvmet/nvmet.h"
 
 #define EMU_MAX_QUEUES NVMET_MAX_QUEUES
 #define EMU_MDTS NVMET_MDTS /* 2^8 pages = 1 MiB per command */
