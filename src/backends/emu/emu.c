@@ -909,7 +909,8 @@ static void emu_close(void *priv)
 	free(e);
 }
 
-static const struct bam_backend_ops emu_ops = {
+/* in the table of built-in back ends (backend.cmake) */
+const struct bam_backend_ops bam_emu_ops = {
 	.name = "emu",
 	.queue_mem = BAM_MEM_DEVICE,
 	.gpu_resident = 1,
@@ -927,8 +928,3 @@ static const struct bam_backend_ops emu_ops = {
 	.dump = emu_dump,
 	.close = emu_close,
 };
-
-__attribute__((constructor)) static void emu_register(void)
-{
-	bam_backend_register(&emu_ops);
-}

@@ -1290,7 +1290,8 @@ static void file_close(void *priv)
 	free(fb);
 }
 
-static const struct bam_backend_ops file_ops = {
+/* in the table of built-in back ends (backend.cmake) */
+const struct bam_backend_ops bam_file_ops = {
 	.name = "file",
 	.queue_mem = BAM_MEM_HOST_PINNED,
 	.open = file_open,
@@ -1307,9 +1308,4 @@ static const struct bam_backend_ops file_ops = {
 	.desc = file_desc,
 	.close = file_close,
 };
-
-__attribute__((constructor)) static void file_register(void)
-{
-	bam_backend_register(&file_ops);
-}
 
