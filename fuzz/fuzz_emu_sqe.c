@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_emu_sqe.c - libFuzzer harness of the emulated controller's command checks and
- * PRP walker (src/emu/emu_core.h: emu_validate, emu_prp_begin/emu_prp_next,
- * emu_inject), the code that turns a 64-byte SQE from a submitter into data movement.
+ * fuzz_emu_sqe.c - libFuzzer harness of the software controllers' command checks and
+ * PRP walker (src/nvmet/nvmet.h: nvmet_validate, nvmet_prp_begin/nvmet_prp_next) and
+ * the emulator's fault injection (src/backends/emu/emu_core.h: emu_inject), the code that
+ * turns a 64-byte SQE from a submitter into data movement.
  *
  * The emulator takes DMA addresses as pointers (identity mapping), so the harness
  * cannot hand it arbitrary addresses. Instead every address - PRP1, PRP2 and each
@@ -18,7 +19,7 @@
  *   bytes 65-68  faults: err LBA range start, end (LBAs), error rate (x 4000 ppm), seed
  *   bytes 69-    the arena contents (PRP lists), zero-padded, then remapped
  * Checks:
- *   - emu_validate against a reference written from the spec with 128-bit arithmetic:
+ *   - nvmet_validate against a reference written from the spec with 128-bit arithmetic:
  *     the same status (checks in the order the emulator documents), and the transfer
  *     size exactly NLB << LBA shift on success, 0 otherwise;
  *   - the PRP walk ends (segments bounded), every segment is non-empty and lies inside
@@ -31,7 +32,7 @@
  */
 #include <stdlib.h>
 #include "fuzz_common.h"
-#include "emu/emu_core.h"
+#include "backends/emu/emu_core.h"
 
 #define FZ_ARENA_PAGES 8u
 #define FZ_ARENA_BYTES (FZ_ARENA_PAGES * NVME_PAGE_SIZE)
@@ -44,7 +45,7 @@ static uint64_t fz_remap(uint64_t v, uint8_t *arena)
 	return v ? (uint64_t)(uintptr_t)arena + v % FZ_ARENA_BYTES : 0;
 }
 
-/* The status emu_validate must give, from the spec (NVMe Base 2.0 / NVM Command Set
+/* The status nvmet_validate must give, from the spec (NVMe Base 2.0 / NVM Command Set
  * 1.0), computed without any 64-bit overflow. */
 static uint16_t fz_ref_validate(const struct nvme_sqe *s, uint64_t nlba, uint32_t lba_shift,
 				uint64_t *bytes)
@@ -64,7 +65,7 @@ static uint16_t fz_ref_validate(const struct nvme_sqe *s, uint64_t nlba, uint32_
 	unsigned __int128 nlb = (s->cdw12 & 0xffffu) + 1u;
 	if (slba + nlb > nlba)
 		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE);
-	if ((nlb << lba_shift) > ((unsigned __int128)NVME_PAGE_SIZE << EMU_MDTS))
+	if ((nlb << lba_shift) > ((unsigned __int128)NVME_PAGE_SIZE << NVMET_MDTS))
 		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
 	*bytes = (uint64_t)(nlb << lba_shift);
 	return 0;
@@ -92,19 +93,19 @@ static int fz_emu_sqe_input(const uint8_t *data, size_t size)
 	s.prp2 = fz_remap(s.prp2, arena);
 
 	memset(&c, 0, sizeof(c));
-	c.lba_shift = (data[64] & 1u) ? 12 : 9;
-	c.nlba = fz_nlba[(data[64] >> 1) & 7u];
+	c.nvmet.lba_shift = (data[64] & 1u) ? 12 : 9;
+	c.nvmet.nlba = fz_nlba[(data[64] >> 1) & 7u];
 	c.f.err_slba = data[65];
 	c.f.err_elba = data[66];
 	c.f.err_rate_ppm = data[67] * 4000u;
 	c.f.seed = data[68];
-	uint64_t media_bytes = c.nlba << c.lba_shift;
+	uint64_t media_bytes = c.nvmet.nlba << c.nvmet.lba_shift;
 
 	/* 1. validation */
 	uint32_t bytes = 12345;
 	uint64_t ref_bytes;
-	uint16_t st = emu_validate(&c, &s, &bytes);
-	uint16_t ref = fz_ref_validate(&s, c.nlba, c.lba_shift, &ref_bytes);
+	uint16_t st = nvmet_validate(&c.nvmet, &s, &bytes);
+	uint16_t ref = fz_ref_validate(&s, c.nvmet.nlba, c.nvmet.lba_shift, &ref_bytes);
 	FZ_CHECK(st == ref);
 	FZ_CHECK(bytes == ref_bytes);
 	if (st) {
@@ -113,17 +114,17 @@ static int fz_emu_sqe_input(const uint8_t *data, size_t size)
 	}
 	uint64_t slba = nvme_sqe_slba(&s);
 	if (s.opc != NVME_CMD_FLUSH)
-		FZ_CHECK(bytes > 0 && (slba << c.lba_shift) + bytes <= media_bytes);
+		FZ_CHECK(bytes > 0 && (slba << c.nvmet.lba_shift) + bytes <= media_bytes);
 
 	/* 2. the PRP walk (emu_exec_host moves each segment as it is produced) */
 	if (bytes) {
-		struct emu_prp_iter it;
-		uint64_t addr = 0, total = 0, segs = 0, off = slba << c.lba_shift;
+		struct nvmet_prp_iter it;
+		uint64_t addr = 0, total = 0, segs = 0, off = slba << c.nvmet.lba_shift;
 		uint64_t lo = (uint64_t)(uintptr_t)arena, hi = lo + FZ_ARENA_BYTES;
 		uint32_t len = 0;
 		int r;
-		emu_prp_begin(&it, &s, bytes);
-		while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+		nvmet_prp_begin(&it, &s, bytes);
+		while ((r = nvmet_prp_next(&it, &addr, &len)) > 0) {
 			FZ_CHECK(++segs <= bytes / 4 + 1);
 			FZ_CHECK(len > 0 && len <= NVME_PAGE_SIZE);
 			FZ_CHECK(addr >= lo && addr < hi && len <= hi - addr);
@@ -164,7 +165,7 @@ static int fz_emu_sqe_input(const uint8_t *data, size_t size)
 		FZ_CHECK(fst == media_err);
 	else
 		FZ_CHECK(fst == 0 || (c.f.err_rate_ppm && fst == media_err));
-	FZ_CHECK(c.cnt.injected == (fst ? 1u : 0u));
+	FZ_CHECK(c.nvmet.cnt.injected == (fst ? 1u : 0u));
 	free(arena);
 	return 0;
 }

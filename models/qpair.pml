@@ -2,9 +2,9 @@
  * models/qpair.pml - SPIN model of the SQ/CQ queue protocol exactly as implemented in
  * include/bam/qpair.h as of commit f825e47 (line numbers ":N" refer to that file,
  * unless a file is named) - submitters, waiters, CQ head movers - driven against the
- * emulated controller of src/emu/emu.c (emu_worker_main) and src/emu/emu_core.h
- * (emu_post_cqe, emu_cq_full), or with -DCTRL_GPU against the batching GPU worker of
- * src/emu/emu_gpu.cu (serve_queue). Checked by scripts/model-check; models/README.md
+ * emulated controller of src/backends/emu/emu.c (emu_worker_main) and src/nvmet/nvmet.h
+ * (nvmet_post_cqe, nvmet_cq_full), or with -DCTRL_GPU against the batching GPU worker of
+ * src/backends/emu/emu_gpu.cu (serve_queue). Checked by scripts/model-check; models/README.md
  * has the mapping, the configurations, the results and the bugs found.
  *
  * Memory model. SPIN explores every interleaving of the steps below under sequential
@@ -53,7 +53,7 @@
  *     below in which no other process moves between the loads, with the loads past
  *     the end of the posted CQEs discarded.
  *  R6 the submitter's SQE write (:318-323), the controller's SQE copy (emu.c:423) and
- *     CQE post (emu_core.h:270-274) are one step each: an SQ slot changes hands only
+ *     CQE post (nvmet.h:167-171) are one step each: an SQ slot changes hands only
  *     through mark, doorbell and SQHD, and a violation fails an assertion at the
  *     first early access; no reader looks at DW2 before it saw the new phase in DW3.
  *
@@ -703,17 +703,17 @@ cmd_done:
 #error "CQ_START is for the GPU controller (-DCTRL_GPU)"
 #endif
 /*
- * The controller: emu_worker_main (src/emu/emu.c:402-438) serving this queue, each
+ * The controller: emu_worker_main (src/backends/emu/emu.c:402-438) serving this queue, each
  * SQE executed at once (emu_exec_host, emu.c:365-400, no faults) and its CQE posted
- * by emu_post_cqe (emu_core.h:266-279) with SQHD = sq_head after that fetch.
+ * by nvmet_post_cqe (nvmet.h:163-176) with SQHD = sq_head after that fetch.
  */
 active proctype Controller()
 {
-	byte head = 0;              /* emu_queue.sq_head (slot index) */
+	byte head = 0;              /* nvmet_queue.sq_head (slot index) */
 	byte pos = 0;               /* ghost: virtual SQ position of head, modulo TW */
 	byte tail;                  /* the doorbell value read */
-	byte ctail = 0;             /* emu_queue.cq_tail */
-	bit phase = 1;              /* emu_queue.phase (emu_admin.c:68) */
+	byte ctail = 0;             /* nvmet_queue.cq_tail */
+	bit phase = 1;              /* nvmet_queue.phase (nvmet/admin.c:68) */
 	byte cmd, cid;
 
 end_poll:
@@ -722,7 +722,7 @@ end_poll:
 	   do
 	   :: head == tail -> break                     /* emu.c:418 */
 	   :: else ->
-		/* emu.c:421 emu_cq_full (emu_core.h:282-287): one load of the CQ head
+		/* emu.c:421 nvmet_cq_full (nvmet.h:179-184): one load of the CQ head
 		 * doorbell; while the CQ is full the worker re-polls (R4) */
 		((ctail + 1) % D) != cq_db;
 		atomic {                                /* emu.c:423-424 SQE copy; sq_head++ */
@@ -734,17 +734,17 @@ end_poll:
 			head = (head + 1) % D;
 			pos = (pos + 1) % TW
 		}
-		/* emu_post_cqe: DW0-DW2 (SQHD), then DW3 with release, as one step: no
+		/* nvmet_post_cqe: DW0-DW2 (SQHD), then DW3 with release, as one step: no
 		 * reader looks at DW2 of a slot before it saw the new phase in DW3 */
 		atomic {
 			assert(!g_cq_live[ctail]);      /* never overruns the CQ */
-			cqe_sqhd[ctail] = head;         /* emu_core.h:270-272 */
-			cqe_cid[ctail] = cid;           /* emu_core.h:273-274 */
+			cqe_sqhd[ctail] = head;         /* nvmet.h:167-169 */
+			cqe_cid[ctail] = cid;           /* nvmet.h:170-171 */
 			cqe_ph[ctail] = phase;
 			cqe_cmd[ctail] = cmd;
 			g_cq_live[ctail] = 1;
 			g_cq_taken[ctail] = 0;
-			ctail = (ctail + 1) % D;        /* emu_core.h:275-278 */
+			ctail = (ctail + 1) % D;        /* nvmet.h:172-175 */
 			if
 			:: ctail == 0 -> phase = 1 - phase
 			:: else -> skip
@@ -756,7 +756,7 @@ end_poll:
 }
 #else
 /*
- * The GPU worker: serve_queue (src/emu/emu_gpu.cu:68-206). It takes up to
+ * The GPU worker: serve_queue (src/backends/emu/emu_gpu.cu:68-206). It takes up to
  * min(SQEs available, free CQ slots) SQEs at once, sets sq_head past all of them,
  * and posts their CQEs, each with SQHD = the new sq_head, in any order (all lanes at
  * once behind one fence: the unlimited profile; a profile's timed posting, in CQ

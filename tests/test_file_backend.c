@@ -24,7 +24,7 @@
 #include "bam/bam.h"
 #include "bam/cache.h"
 #include "bam/dev.h"
-#include "file/file_core.h"
+#include "backends/file/file_core.h"
 
 #define ST(sct, sc) NVME_STATUS(sct, sc)
 
@@ -308,7 +308,7 @@ static void test_out_of_range(void **state)
 	assert_int_equal(io(ctx, 0, NVME_CMD_READ, 2047, 1, b, &st), 0); /* the last LBA is fine */
 	assert_int_equal(st, 0);
 	expect_file_bytes(3, 2047 * 512, b, 512);
-	/* the other emu_validate checks apply too */
+	/* the other nvmet_validate checks apply too */
 	struct nvme_sqe s;
 	bam_sqe_rw(&s, NVME_CMD_READ, 2, 0, 1, 9, (uintptr_t)b, 0);
 	struct bam_dev *d = bam_ctx_dev(ctx);

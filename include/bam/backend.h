@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bam/backend.h - how a storage back end ("controller" provider) plugs in: one
- * const ops table registered by name (like SPDK's transports). Adding a back end
- * touches no core file: it calls bam_backend_register() from a constructor.
+ * const ops table found by name (like SPDK's transports). The back ends built into
+ * libbam are one folder each, src/backends/<name>/, whose backend.cmake names its ops
+ * table; the build generates the table of built-in back ends from the folders, so
+ * adding one touches no core file and a program linking libbam finds them all (no
+ * constructors, no whole-archive linking). A program registers back ends of its own
+ * with bam_backend_register (docs/BACKENDS.md).
  *
  * The core owns the queue memory (as an NVMe driver does) and talks to each
  * controller through admin commands (Identify, Create I/O CQ/SQ: Base spec 5.4, 5.5,
@@ -87,9 +91,12 @@ struct bam_backend_ops {
 	int (*info)(const char *args, struct bam_backend_info *out, char *err, size_t errlen);
 };
 
-/* Register a back end. Returns 0, -EEXIST (name taken) or -ENOSPC (table full). */
+/* Register a back end of the program's own, at run time (ops must outlive its use).
+ * Returns 0, -EEXIST (name taken, by a built-in back end or an earlier registration)
+ * or -ENOSPC (16 registered already). */
 BAM_API int bam_backend_register(const struct bam_backend_ops *ops);
-/* Look up by name; NULL if none. */
+/* Look up by name (the first len bytes of name): the built-in back ends, then the
+ * registered ones; NULL if none. */
 BAM_API const struct bam_backend_ops *bam_backend_find(const char *name, size_t len);
 
 /* The files and devices the back-end string 'backend' ("name[:key=value,...]", as for

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Back-end registry and the helpers back ends share: option strings, file kinds. */
+/* Back-end registry (the built-in table and run-time registrations) and the helpers back
+ * ends share: option strings, file kinds. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ctype.h>
@@ -8,39 +11,69 @@
 #include "bam/backend.h"
 #include "ctx_internal.h"
 
+/* The back ends of a program's own, registered at run time (bam_backend_register), after
+ * the built-in ones (bam_backends_builtin, generated from src/backends/<name>/). */
 #define BAM_MAX_BACKENDS 16
 static const struct bam_backend_ops *registry[BAM_MAX_BACKENDS];
 static unsigned n_registered;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct bam_backend_ops *builtin_find(const char *name, size_t len)
+{
+	for (const struct bam_backend_ops *const *b = bam_backends_builtin; *b; b++)
+		if (strlen((*b)->name) == len && !strncmp((*b)->name, name, len))
+			return *b;
+	return NULL;
+}
 
 int bam_backend_register(const struct bam_backend_ops *ops)
 {
-	for (unsigned i = 0; i < n_registered; i++)
+	int rc = 0;
+	pthread_mutex_lock(&registry_lock);
+	if (builtin_find(ops->name, strlen(ops->name)))
+		rc = -EEXIST;
+	for (unsigned i = 0; i < n_registered && !rc; i++)
 		if (!strcmp(registry[i]->name, ops->name))
-			return -EEXIST;
-	if (n_registered == BAM_MAX_BACKENDS)
-		return -ENOSPC;
-	registry[n_registered++] = ops;
-	return 0;
+			rc = -EEXIST;
+	if (!rc && n_registered == BAM_MAX_BACKENDS)
+		rc = -ENOSPC;
+	if (!rc)
+		registry[n_registered++] = ops;
+	pthread_mutex_unlock(&registry_lock);
+	return rc;
 }
 
 const struct bam_backend_ops *bam_backend_find(const char *name, size_t len)
 {
-	for (unsigned i = 0; i < n_registered; i++)
+	const struct bam_backend_ops *ops = builtin_find(name, len);
+	if (ops)
+		return ops;
+	pthread_mutex_lock(&registry_lock);
+	for (unsigned i = 0; i < n_registered && !ops; i++)
 		if (strlen(registry[i]->name) == len && !strncmp(registry[i]->name, name, len))
-			return registry[i];
-	return NULL;
+			ops = registry[i];
+	pthread_mutex_unlock(&registry_lock);
+	return ops;
 }
 
 void bam_backend_names(char *buf, size_t len)
 {
-	size_t at = 0;
+	size_t at = 0, k = 0;
 	buf[0] = 0;
-	for (unsigned i = 0; i < n_registered && at < len; i++) {
-		const int n = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", registry[i]->name);
+	for (const struct bam_backend_ops *const *b = bam_backends_builtin; *b && at < len; b++, k++) {
+		const int n = snprintf(buf + at, len - at, "%s%s", k ? ", " : "", (*b)->name);
 		if (n < 0)
 			break;
 		at += (size_t)n;
 	}
+	pthread_mutex_lock(&registry_lock);
+	for (unsigned i = 0; i < n_registered && at < len; i++, k++) {
+		const int n = snprintf(buf + at, len - at, "%s%s", k ? ", " : "", registry[i]->name);
+		if (n < 0)
+			break;
+		at += (size_t)n;
+	}
+	pthread_mutex_unlock(&registry_lock);
 }
 
 int bam_kv_parse(const char *args, int (*cb)(void *arg, const char *k, const char *v), void *arg)

@@ -361,7 +361,7 @@ nomem:
 
 /* ---- open / close -------------------------------------------------------------- */
 
-/* The back end a back-end string names ("" or NULL: emu) and, in *args, the text after
+/* The back end a back-end string names ("" or NULL: the default, bam_backend_default) and, in *args, the text after
  * its "name:"; NULL with the message in err if none is registered. The caller's err
  * (*err, *errlen) is cleared first, or, when it is NULL, replaced by local[locallen]. */
 static const struct bam_backend_ops *backend_of(const char *backend, const char **args, char **err, size_t *errlen,
@@ -373,7 +373,7 @@ static const struct bam_backend_ops *backend_of(const char *backend, const char 
 	}
 	(*err)[0] = 0;
 	if (!backend || !*backend)
-		backend = "emu";
+		backend = bam_backend_default;
 	const char *colon = strchr(backend, ':');
 	size_t nlen = colon ? (size_t)(colon - backend) : strlen(backend);
 	const struct bam_backend_ops *ops = bam_backend_find(backend, nlen);
@@ -437,7 +437,7 @@ int bam_backend_sized(const char *backend, uint64_t total, uint64_t align, char 
 {
 	struct bam_backend_info info;
 	if (!backend || !*backend)
-		backend = "emu"; /* bam_ctx_open's default */
+		backend = bam_backend_default; /* bam_ctx_open's default */
 	int rc = bam_backend_info(backend, &info, err, errlen);
 	if (rc)
 		return rc;

@@ -42,7 +42,13 @@ void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 /* What a file of this st_mode (fstat) is, for a message that refuses it: "a
  * character device", "a FIFO", ... (src/core/backend.c). */
 const char *bam_file_kind(unsigned mode);
-/* The registered back ends' names, ", "-separated, in registration order, into buf. */
+/* The back ends: the built-in ones, NULL-terminated, in the order of their folders
+ * (backends_builtin.c, generated from src/backends/<name>/backend.cmake), and the name
+ * of the one bam_ctx_open takes for NULL or "" (CMake's BAM_DEFAULT_BACKEND). */
+extern const struct bam_backend_ops *const bam_backends_builtin[];
+extern const char bam_backend_default[];
+/* The back ends' names, ", "-separated, built-in ones then those registered at run time
+ * in registration order, into buf. */
 void bam_backend_names(char *buf, size_t len);
 
 /* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. */

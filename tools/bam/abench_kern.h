@@ -6,7 +6,7 @@
 #define BAM_ABENCH_KERN_H
 
 #include "bam/array.h"
-#include "../../src/emu/emu_core.h"
+#include "../../src/backends/emu/emu_core.h"
 
 enum abench_pattern {
 	AB_HOT = 0,    /* a working set that fits the cache, swept warp-contiguously: hits */

@@ -10,7 +10,7 @@
 #define BAM_BENCH_KERN_H
 
 #include "bam/dev.h"
-#include "../../src/emu/emu_core.h" /* emu_mix64 */
+#include "../../src/backends/emu/emu_core.h" /* emu_mix64 */
 
 #define BENCH_MAX_IODEPTH 32
 #define BENCH_HIST 1024

@@ -5,7 +5,7 @@
 
 #include "emu_core.h"
 
-/* A timing profile (src/emu/profiles.c; every figure with its source there). */
+/* A timing profile (src/backends/emu/profiles.c; every figure with its source there). */
 struct bam_emu_profile {
 	const char *name;
 	const char *model;          /* Identify Controller MN */
@@ -19,12 +19,6 @@ const struct bam_emu_profile *bam_emu_profile_find(const char *name);
 /* Comma-separated list of profile names, for messages. */
 const char *bam_emu_profile_names(void);
 void bam_emu_profile_timing(const struct bam_emu_profile *p, struct emu_timing *t);
-
-/* Execute one admin command (Identify, Create/Delete I/O CQ/SQ) of a software
- * controller on its queue table h->q[1..max_queues]; returns the NVMe status. 'sn'
- * and 'mn' are the Identify Controller strings, 'mdts' its MDTS field. */
-uint16_t bam_emu_admin_exec(struct emu_ctrl *h, uint32_t max_queues, uint8_t mdts, const char *sn,
-			    const char *mn, const struct nvme_sqe *s, void *data);
 
 BAM_EXTERN_C_BEGIN
 /* GPU-resident workers (emu_gpu.cu). 'ctrls' are device pointers. The workers run as

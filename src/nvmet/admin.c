@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Admin commands of the controllers this project emulates in software (emu, file):
+ * Admin commands of the software controllers (the back ends on the nvmet front end):
  * Identify (Base spec 5.17: CNS 01h controller, 00h namespace), Create I/O CQ (5.4),
  * Create I/O SQ (5.5), Delete I/O SQ/CQ (5.6, 5.7). Executed synchronously on the
- * host, on the controller-side queue table (struct emu_queue, index = QID).
+ * host, on the controller-side queue table (struct nvmet_queue, index = QID).
  */
 #include <stdio.h>
 #include <string.h>
-#include "emu.h"
+#include "nvmet.h"
 
 static void pad_copy(char *dst, size_t n, const char *src)
 {
@@ -16,8 +16,8 @@ static void pad_copy(char *dst, size_t n, const char *src)
 	memcpy(dst, src, l > n ? n : l);
 }
 
-uint16_t bam_emu_admin_exec(struct emu_ctrl *h, uint32_t max_queues, uint8_t mdts, const char *sn,
-			    const char *mn, const struct nvme_sqe *s, void *data)
+uint16_t nvmet_admin_exec(struct nvmet_ctrl *h, uint32_t max_queues, uint8_t mdts, const char *sn,
+			  const char *mn, const struct nvme_sqe *s, void *data)
 {
 	switch (s->opc) {
 	case NVME_ADMIN_IDENTIFY: {
@@ -60,7 +60,7 @@ uint16_t bam_emu_admin_exec(struct emu_ctrl *h, uint32_t max_queues, uint8_t mdt
 		/* only physically contiguous, page-aligned queues (PC = 1) */
 		if (!(s->cdw11 & 1u) || !s->prp1 || (s->prp1 & (NVME_PAGE_SIZE - 1)))
 			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-		struct emu_queue *q = &h->q[qid];
+		struct nvmet_queue *q = &h->q[qid];
 		if (s->opc == NVME_ADMIN_CREATE_CQ) {
 			q->cq = (struct nvme_cqe *)(uintptr_t)s->prp1;
 			q->depth = qsize;

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bam/cache.h" /* bam_mem_available */
-#include "../core/ctx_internal.h"
+#include "../../core/ctx_internal.h"
 #include "emu.h"
 
 struct emu_cfg {
@@ -39,7 +39,7 @@ struct emu_cfg {
 struct emu_host_ctrl {
 	struct emu_ctrl h;        /* host mirror (admin state, config) */
 	struct emu_ctrl *d;       /* the copy the workers use (== &h on the CPU target) */
-	struct emu_queue *qh;     /* host mirror of the queue table */
+	struct nvmet_queue *qh;   /* host mirror of the queue table */
 	uint8_t *media;
 	uint64_t media_bytes;
 	int media_mmapped;        /* 1 = mmap (file or anonymous), 0 = bam_mem_alloc */
@@ -523,34 +523,34 @@ static int emu_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_t
 		}
 		struct emu_ctrl *h = &hc->h;
 		h->media = hc->media;
-		h->lba_shift = e->cfg.lba == 4096 ? 12 : 9;
-		h->nlba = hc->media_bytes >> h->lba_shift;
-		h->index = i;
+		h->nvmet.lba_shift = e->cfg.lba == 4096 ? 12 : 9;
+		h->nvmet.nlba = hc->media_bytes >> h->nvmet.lba_shift;
+		h->nvmet.index = i;
 		bam_emu_profile_timing(e->cfg.profile, &h->t);
 		h->f = e->cfg.f;
 		h->poll_ns = e->cfg.poll_set ? e->cfg.poll_ns : EMU_POLL_NS;
 		h->f.seed = emu_mix64(e->cfg.f.seed + i);
-		hc->qh = calloc(EMU_MAX_QUEUES + 1, sizeof(struct emu_queue));
+		hc->qh = calloc(EMU_MAX_QUEUES + 1, sizeof(struct nvmet_queue));
 		if (!hc->qh) {
 			e->n = i + 1;
 			emu_open_fail(e);
 			*priv = NULL;
 			return -ENOMEM;
 		}
-		h->q = hc->qh;
-		h->db = calloc(2 * (EMU_MAX_QUEUES + 1), sizeof(uint32_t));
+		h->nvmet.q = hc->qh;
+		h->nvmet.db = calloc(2 * (EMU_MAX_QUEUES + 1), sizeof(uint32_t));
 		if (ctx->target == BAM_TARGET_GPU) {
 			/* doorbells and queue table in GPU memory, where the workers poll */
 			hc->dev_db = bam_mem_alloc(ctx, BAM_MEM_DEVICE, 2 * (EMU_MAX_QUEUES + 1) * sizeof(uint32_t));
-			hc->dev_q = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (EMU_MAX_QUEUES + 1) * sizeof(struct emu_queue));
+			hc->dev_q = bam_mem_alloc(ctx, BAM_MEM_DEVICE, (EMU_MAX_QUEUES + 1) * sizeof(struct nvmet_queue));
 			hc->d = bam_mem_alloc(ctx, BAM_MEM_DEVICE, sizeof(struct emu_ctrl));
-			if (!hc->dev_db || !hc->dev_q || !hc->d || !h->db) {
+			if (!hc->dev_db || !hc->dev_q || !hc->d || !h->nvmet.db) {
 				e->n = i + 1;
 				emu_open_fail(e);
 				*priv = NULL;
 				return -ENOMEM;
 			}
-		} else if (!h->db) {
+		} else if (!h->nvmet.db) {
 			e->n = i + 1;
 			emu_open_fail(e);
 			*priv = NULL;
@@ -575,7 +575,7 @@ static int emu_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *da
 	snprintf(sn, sizeof(sn), "BAMEMU%04u", ci);
 	memset(cqe, 0, sizeof(*cqe));
 	cqe->cid = s->cid;
-	cqe->status = bam_emu_admin_exec(&hc->h, EMU_MAX_QUEUES, EMU_MDTS, sn, e->cfg.profile->model, s, data);
+	cqe->status = nvmet_admin_exec(&hc->h.nvmet, EMU_MAX_QUEUES, EMU_MDTS, sn, e->cfg.profile->model, s, data);
 	return 0;
 }
 
@@ -583,7 +583,7 @@ static uint32_t *emu_doorbell(void *priv, uint32_t ci, uint32_t qid, int cq)
 {
 	struct emu *e = priv;
 	struct emu_host_ctrl *hc = &e->c[ci];
-	uint32_t *db = e->ctx->target == BAM_TARGET_GPU ? hc->dev_db : hc->h.db;
+	uint32_t *db = e->ctx->target == BAM_TARGET_GPU ? hc->dev_db : hc->h.nvmet.db;
 	return &db[2 * qid + (cq ? 1 : 0)];
 }
 
@@ -605,24 +605,24 @@ struct emu_pending {
 
 /* Execute one fetched SQE on the host: validate, inject faults, move the data, count.
  * Returns the completion to post (now or later). */
-static struct emu_pending emu_exec_host(struct emu_ctrl *c, struct emu_queue *q, uint32_t qid,
+static struct emu_pending emu_exec_host(struct emu_ctrl *c, struct nvmet_queue *q, uint32_t qid,
 					const struct nvme_sqe *s)
 {
 	uint32_t bytes = 0;
 	int drop = 0;
 	uint64_t extra = 0;
 	uint64_t now = bam_time_ns();
-	uint64_t id = bam_fetch_add_relaxed_gpu_u64(&c->cnt.cmds, 0) ^ ((uint64_t)q->sqid << 40) ^ ((uint64_t)q->sq_head << 20) ^ s->cid;
-	uint16_t st = emu_validate(c, s, &bytes);
+	uint64_t id = bam_fetch_add_relaxed_gpu_u64(&c->nvmet.cnt.cmds, 0) ^ ((uint64_t)q->sqid << 40) ^ ((uint64_t)q->sq_head << 20) ^ s->cid;
+	uint16_t st = nvmet_validate(&c->nvmet, s, &bytes);
 	if (!st)
 		st = emu_inject(c, s, id, &drop, &extra);
 	if (!st && bytes) {
-		struct emu_prp_iter it;
-		uint64_t addr, off = nvme_sqe_slba(s) << c->lba_shift;
+		struct nvmet_prp_iter it;
+		uint64_t addr, off = nvme_sqe_slba(s) << c->nvmet.lba_shift;
 		uint32_t len;
 		int r;
-		emu_prp_begin(&it, s, bytes);
-		while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+		nvmet_prp_begin(&it, s, bytes);
+		while ((r = nvmet_prp_next(&it, &addr, &len)) > 0) {
 			void *p = (void *)(uintptr_t)addr;
 			if (s->opc == NVME_CMD_READ)
 				memcpy(p, c->media + off, len);
@@ -633,7 +633,7 @@ static struct emu_pending emu_exec_host(struct emu_ctrl *c, struct emu_queue *q,
 		if (r < 0)
 			st = (uint16_t)-r;
 	}
-	emu_count(c, s, bytes, st);
+	nvmet_count(&c->nvmet, s, bytes, st);
 	struct emu_pending pd = {0, qid, s->cid, st, (uint32_t)drop};
 	pd.ready = st ? 0 : emu_ready_time(c, s->opc == NVME_CMD_WRITE, bytes, now);
 	if (extra)
@@ -650,11 +650,11 @@ static uint32_t emu_post_ready(struct emu_ctrl *c, struct emu_pending *pend, uin
 	*next = UINT64_MAX;
 	for (uint32_t i = 0; i < n; i++) {
 		struct emu_pending *pd = &pend[i];
-		struct emu_queue *q = &c->q[pd->qid];
+		struct nvmet_queue *q = &c->nvmet.q[pd->qid];
 		if (pd->drop)
 			continue; /* fault: this completion is never posted */
-		if (pd->ready <= now && !emu_cq_full(c, q, pd->qid)) {
-			emu_post_cqe(q, pd->cid, pd->status);
+		if (pd->ready <= now && !nvmet_cq_full(&c->nvmet, q, pd->qid)) {
+			nvmet_post_cqe(q, pd->cid, pd->status);
 			continue;
 		}
 		if (pd->ready < *next)
@@ -684,22 +684,22 @@ static void *emu_worker_main(void *arg)
 			npend = emu_post_ready(c, pend, npend, &next);
 			busy = npend != before;
 		}
-		for (uint32_t qid = 1 + wk->w; qid <= c->nq && npend < EMU_HOST_PENDING; qid += wk->nw) {
-			struct emu_queue *q = &c->q[qid];
+		for (uint32_t qid = 1 + wk->w; qid <= c->nvmet.nq && npend < EMU_HOST_PENDING; qid += wk->nw) {
+			struct nvmet_queue *q = &c->nvmet.q[qid];
 			if (!q->created)
 				continue;
 			/* doorbell value written by the submitters (release): SQEs before it */
-			uint32_t tail = bam_load_acquire_sys_u32(&c->db[2 * qid]);
+			uint32_t tail = bam_load_acquire_sys_u32(&c->nvmet.db[2 * qid]);
 			if (tail >= q->depth)
 				continue; /* invalid doorbell write: ignored (Base 4.1: an error) */
 			while (q->sq_head != tail && npend < EMU_HOST_PENDING) {
-				if (c->f.stop_after && bam_load_relaxed_u64(&c->cnt.cmds) >= c->f.stop_after)
+				if (c->f.stop_after && bam_load_relaxed_u64(&c->nvmet.cnt.cmds) >= c->f.stop_after)
 					break; /* fault: the controller stopped answering */
 				struct nvme_sqe sqe = q->sq[q->sq_head];
 				q->sq_head = q->sq_head + 1 == q->depth ? 0 : q->sq_head + 1;
 				struct emu_pending pd = emu_exec_host(c, q, qid, &sqe);
-				if (!pd.drop && pd.ready == 0 && !emu_cq_full(c, q, qid))
-					emu_post_cqe(q, pd.cid, pd.status); /* no timing: complete now */
+				if (!pd.drop && pd.ready == 0 && !nvmet_cq_full(&c->nvmet, q, qid))
+					nvmet_post_cqe(q, pd.cid, pd.status); /* no timing: complete now */
 				else
 					pend[npend++] = pd;
 				busy = 1;
@@ -732,13 +732,13 @@ static int emu_start(void *priv)
 		for (uint32_t i = 0; i < e->n; i++) {
 			struct emu_host_ctrl *hc = &e->c[i];
 			struct emu_ctrl tmp = hc->h;
-			tmp.q = hc->dev_q;
-			tmp.db = hc->dev_db;
-			if (bam_mem_copy(e->ctx, hc->dev_q, hc->qh, (EMU_MAX_QUEUES + 1) * sizeof(struct emu_queue)) ||
+			tmp.nvmet.q = hc->dev_q;
+			tmp.nvmet.db = hc->dev_db;
+			if (bam_mem_copy(e->ctx, hc->dev_q, hc->qh, (EMU_MAX_QUEUES + 1) * sizeof(struct nvmet_queue)) ||
 			    bam_mem_copy(e->ctx, hc->d, &tmp, sizeof(tmp)))
 				return -EIO;
 			dctrls[i] = hc->d;
-			nq[i] = hc->h.nq;
+			nq[i] = hc->h.nvmet.nq;
 		}
 		uint32_t w = e->cfg.workers ? e->cfg.workers : 0;
 		char err[256];
@@ -752,8 +752,8 @@ static int emu_start(void *priv)
 	}
 	uint32_t per = e->cfg.workers ? e->cfg.workers : 2;
 	for (uint32_t i = 0; i < e->n; i++)
-		if (e->c[i].h.nq && per > e->c[i].h.nq)
-			per = e->c[i].h.nq;
+		if (e->c[i].h.nvmet.nq && per > e->c[i].h.nvmet.nq)
+			per = e->c[i].h.nvmet.nq;
 	e->threads = calloc((size_t)e->n * per, sizeof(pthread_t));
 	e->workers = calloc((size_t)e->n * per, sizeof(*e->workers));
 	if (!e->threads || !e->workers)
@@ -789,7 +789,7 @@ static void emu_stop(void *priv)
 		for (uint32_t i = 0; i < e->n; i++) {
 			struct emu_ctrl tmp;
 			if (!bam_mem_copy(e->ctx, &tmp, e->c[i].d, sizeof(tmp)))
-				e->c[i].h.cnt = tmp.cnt;
+				e->c[i].h.nvmet.cnt = tmp.nvmet.cnt;
 		}
 	}
 #endif
@@ -827,8 +827,8 @@ static int emu_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
 	struct emu *e = priv;
 	struct emu_host_ctrl *hc = &e->c[ci];
 	/* the workers add to these concurrently: read each with an atomic load */
-	struct emu_counters k;
-	const uint64_t *src = (const uint64_t *)&hc->h.cnt;
+	struct nvmet_counters k;
+	const uint64_t *src = (const uint64_t *)&hc->h.nvmet.cnt;
 	uint64_t *dst = (uint64_t *)&k;
 	for (size_t i = 0; i < sizeof(k) / 8; i++)
 		dst[i] = bam_load_relaxed_u64(&src[i]);
@@ -837,7 +837,7 @@ static int emu_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
 		struct emu_ctrl tmp;
 		if (bam_mem_copy(e->ctx, &tmp, hc->d, sizeof(tmp)))
 			return -EIO;
-		k = tmp.cnt;
+		k = tmp.nvmet.cnt;
 	}
 #endif
 	out->cmds = k.cmds;
@@ -855,10 +855,10 @@ static void emu_dump(void *priv, uint32_t ci, FILE *f)
 {
 	struct emu *e = priv;
 	struct emu_host_ctrl *hc = &e->c[ci];
-	struct emu_queue *qs = hc->qh;
-	uint32_t *db = hc->h.db;
+	struct nvmet_queue *qs = hc->qh;
+	uint32_t *db = hc->h.nvmet.db;
 	struct emu_ctrl k = hc->h;
-	struct emu_queue *tmpq = NULL;
+	struct nvmet_queue *tmpq = NULL;
 	uint32_t *tmpdb = NULL;
 	if (e->ctx->target == BAM_TARGET_GPU) {
 		tmpq = malloc((EMU_MAX_QUEUES + 1) * sizeof(*tmpq));
@@ -874,9 +874,9 @@ static void emu_dump(void *priv, uint32_t ci, FILE *f)
 		db = tmpdb;
 	}
 	fprintf(f, "emu ctrl %u: cmds=%llu reads=%llu writes=%llu errors=%llu nq=%u stop=%u\n", ci,
-		(unsigned long long)k.cnt.cmds, (unsigned long long)k.cnt.reads, (unsigned long long)k.cnt.writes,
-		(unsigned long long)k.cnt.errors, k.nq, *e->stop);
-	for (uint32_t q = 1; q <= k.nq && q <= 4; q++)
+		(unsigned long long)k.nvmet.cnt.cmds, (unsigned long long)k.nvmet.cnt.reads, (unsigned long long)k.nvmet.cnt.writes,
+		(unsigned long long)k.nvmet.cnt.errors, k.nvmet.nq, *e->stop);
+	for (uint32_t q = 1; q <= k.nvmet.nq && q <= 4; q++)
 		fprintf(f, "  emu q %u: created=%u depth=%u sq_head=%u cq_tail=%u phase=%u db_tail=%u db_cqhead=%u\n", q,
 			qs[q].created, qs[q].depth, qs[q].sq_head, qs[q].cq_tail, qs[q].phase, db[2 * q], db[2 * q + 1]);
 	free(tmpq);
@@ -902,14 +902,15 @@ static void emu_close(void *priv)
 			bam_mem_free(e->ctx, BAM_MEM_DEVICE, hc->d);
 		}
 		free(hc->qh);
-		free(hc->h.db);
+		free(hc->h.nvmet.db);
 	}
 	bam_mem_free(e->ctx, BAM_MEM_HOST_PINNED, e->stop);
 	free(e->c);
 	free(e);
 }
 
-static const struct bam_backend_ops emu_ops = {
+/* in the table of built-in back ends (backend.cmake) */
+const struct bam_backend_ops bam_emu_ops = {
 	.name = "emu",
 	.queue_mem = BAM_MEM_DEVICE,
 	.gpu_resident = 1,
@@ -927,8 +928,3 @@ static const struct bam_backend_ops emu_ops = {
 	.dump = emu_dump,
 	.close = emu_close,
 };
-
-__attribute__((constructor)) static void emu_register(void)
-{
-	bam_backend_register(&emu_ops);
-}

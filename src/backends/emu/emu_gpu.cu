@@ -93,7 +93,7 @@ __device__ static int batch_copy(const struct emu_ctrl *c, const struct nvme_sqe
 	uint64_t src = 0, dst = 0;
 	int ok = 1;
 	if (lane < n) {
-		const uint64_t off = nvme_sqe_slba(s) << c->lba_shift;
+		const uint64_t off = nvme_sqe_slba(s) << c->nvmet.lba_shift;
 		ok = !st && (s->opc == NVME_CMD_READ || s->opc == NVME_CMD_WRITE) && s->prp1 &&
 		     (s->prp1 & (NVME_PAGE_SIZE - 1)) + bytes <= NVME_PAGE_SIZE && ((s->prp1 | off) & 15u) == 0;
 		src = s->opc == NVME_CMD_READ ? (uint64_t)(uintptr_t)(c->media + off) : s->prp1;
@@ -128,7 +128,7 @@ __device__ static int batch_copy(const struct emu_ctrl *c, const struct nvme_sqe
 /* modelled in models/qpair.pml: proctype Controller (-DCTRL_GPU) */
 __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_t lane, const uint32_t *stop)
 {
-	struct emu_queue *q = &c->q[qid];
+	struct nvmet_queue *q = &c->nvmet.q[qid];
 	if (!q->created)
 		return 0;
 	const uint32_t depth = q->depth;
@@ -141,22 +141,22 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 	 * smallest count any lane saw, the same for the whole warp (a lane-dependent
 	 * batch size would desynchronise the warp). GPU scope: the submitters are this
 	 * GPU's threads (backend.h, gpu_resident). */
-	uint32_t tail = __shfl_sync(0xffffffffu, lane == 0 ? bam_load_relaxed_u32(&c->db[2 * qid]) : 0u, 0);
+	uint32_t tail = __shfl_sync(0xffffffffu, lane == 0 ? bam_load_relaxed_u32(&c->nvmet.db[2 * qid]) : 0u, 0);
 	if (tail >= depth || tail == head)
 		return 0;
-	tail = bam_load_acquire_gpu_u32(&c->db[2 * qid]);
+	tail = bam_load_acquire_gpu_u32(&c->nvmet.db[2 * qid]);
 	uint32_t avail = tail < depth ? (tail + depth - head) % depth : 0;
 	avail = __reduce_min_sync(0xffffffffu, avail);
 	if (avail == 0)
 		return 0;
 	/* never overrun the CQ: free slots before the CQ head doorbell (the head only
 	 * advances, so any value seen is a safe bound) */
-	uint32_t cqh = bam_load_acquire_gpu_u32(&c->db[2 * qid + 1]);
+	uint32_t cqh = bam_load_acquire_gpu_u32(&c->nvmet.db[2 * qid + 1]);
 	uint32_t cfree = __reduce_min_sync(0xffffffffu, (cqh + depth - q->cq_tail - 1) % depth);
 	uint32_t n = avail < 32 ? avail : 32;
 	n = n < cfree ? n : cfree;
 	if (c->f.stop_after) {
-		uint64_t done = __shfl_sync(0xffffffffu, (unsigned long long)bam_load_relaxed_u64(&c->cnt.cmds), 0);
+		uint64_t done = __shfl_sync(0xffffffffu, (unsigned long long)bam_load_relaxed_u64(&c->nvmet.cnt.cmds), 0);
 		if (done >= c->f.stop_after)
 			return 0; /* fault: the controller stopped answering */
 	}
@@ -175,8 +175,8 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 		uint64_t *dst = (uint64_t *)&s;
 		for (int i = 0; i < 8; i++)
 			dst[i] = src[i];
-		uint64_t id = ((uint64_t)c->index << 56) ^ ((uint64_t)qid << 40) ^ ((uint64_t)(head + lane) << 16) ^ now;
-		st = emu_validate(c, &s, &bytes);
+		uint64_t id = ((uint64_t)c->nvmet.index << 56) ^ ((uint64_t)qid << 40) ^ ((uint64_t)(head + lane) << 16) ^ now;
+		st = nvmet_validate(&c->nvmet, &s, &bytes);
 		if (!st)
 			st = emu_inject(c, &s, id, &drop, &extra);
 	}
@@ -196,12 +196,12 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 		struct nvme_sqe t;
 		t.prp1 = prp1;
 		t.prp2 = prp2;
-		struct emu_prp_iter it;
-		emu_prp_begin(&it, &t, jbytes);
-		uint64_t off = slba << c->lba_shift, addr;
+		struct nvmet_prp_iter it;
+		nvmet_prp_begin(&it, &t, jbytes);
+		uint64_t off = slba << c->nvmet.lba_shift, addr;
 		uint32_t len;
 		int r;
-		while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+		while ((r = nvmet_prp_next(&it, &addr, &len)) > 0) {
 			uint8_t *p = (uint8_t *)(uintptr_t)addr;
 			if (opc == NVME_CMD_READ)
 				warp_copy(p, c->media + off, len, lane);
@@ -213,7 +213,7 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 			st = (uint16_t)-r;
 	}
 	if (lane < n)
-		emu_count(c, &s, bytes, st);
+		nvmet_count(&c->nvmet, &s, bytes, st);
 	/* timing: one token-bucket reservation for the whole batch, in lane order, so the
 	 * completion times rise with the CQ position */
 	const struct emu_timing *tm = &c->t;
@@ -294,7 +294,7 @@ __device__ static uint32_t serve_queue(struct emu_ctrl *c, uint32_t qid, uint32_
 			__nanosleep(200);
 		}
 		if (lane == j && !drop)
-			emu_post_cqe(q, s.cid, st);
+			nvmet_post_cqe(q, s.cid, st);
 		/* lane j advanced cq_tail/phase in memory; __syncwarp orders that before the
 		 * next lane's read of them */
 		__syncwarp();

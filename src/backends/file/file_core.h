@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * file_core.h - pure logic of the "file" back end (src/file/file.c), apart so that
+ * file_core.h - pure logic of the "file" back end (src/backends/file/file.c), apart so that
  * tests can check it without files: how an errno from the kernel becomes an NVMe
  * status, and the limits the service threads work under. Host only.
  */
@@ -9,10 +9,10 @@
 
 #include <errno.h>
 #include "bam/nvme_spec.h"
-#include "../emu/emu_core.h"
+#include "../../nvmet/nvmet.h"
 
-#define FILE_MAX_QUEUES EMU_MAX_QUEUES /* I/O queues per controller */
-#define FILE_MDTS EMU_MDTS             /* 2^8 pages = 1 MiB per command (emu_validate checks it) */
+#define FILE_MAX_QUEUES NVMET_MAX_QUEUES /* I/O queues per controller */
+#define FILE_MDTS NVMET_MDTS             /* 2^8 pages = 1 MiB per command (nvmet_validate checks it) */
 #define FILE_MAX_XFER ((uint32_t)NVME_PAGE_SIZE << FILE_MDTS)
 /* PRP segments of one command: every page of the largest transfer, plus the first
  * page when PRP1 carries an offset (Base 4.3). */

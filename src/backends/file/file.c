@@ -4,8 +4,8 @@
  * string is one NVMe controller with one namespace (several files = several SSDs:
  * the core's arrays stripe lines over them). Admin commands run synchronously on the
  * host, as in emu; each controller's I/O queues are served by host threads that
- * fetch SQEs from the SQ tail doorbell, check them with emu_validate (one set of
- * NVMe rules for both back ends), and execute them with io_uring, many commands in
+ * fetch SQEs from the SQ tail doorbell, check them with nvmet_validate (one set of
+ * NVMe rules for every software controller, src/nvmet), and execute them with io_uring, many commands in
  * flight per thread. CQEs are posted as the I/Os complete, in completion order.
  *
  * Data path. CPU target: PRP addresses are host pointers, read into and written from
@@ -32,9 +32,8 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "../core/ctx_internal.h"
+#include "../../core/ctx_internal.h"
 #include "file_core.h"
-#include "../emu/emu.h"
 
 #define ST(sct, sc) NVME_STATUS(sct, sc)
 #define FILE_MAX_RETRIES 16 /* -EAGAIN / -EINTR resubmissions of one command */
@@ -52,7 +51,7 @@ struct file_cfg {
 };
 
 struct file_ctrl {
-	struct emu_ctrl e;        /* what emu_core.h needs: nlba, lba_shift, nq, q, db, cnt */
+	struct nvmet_ctrl nvmet;  /* the front end: namespace, queues, doorbells, counters */
 	uint32_t *qinfl;          /* [FILE_MAX_QUEUES + 1] commands in service per queue */
 	const char *path;
 	int fd;                   /* I/O (O_DIRECT when 'direct') */
@@ -75,7 +74,7 @@ struct file_seg {
 /* One command in service. */
 struct file_slot {
 	struct nvme_sqe sqe;      /* copy taken at fetch: the SQ slot is free once SQHD passes it */
-	struct emu_queue *q;
+	struct nvmet_queue *q;
 	uint32_t qid;
 	uint32_t bytes;           /* transfer size */
 	uint32_t done;            /* bytes moved so far: a short read or write goes on from here */
@@ -357,7 +356,7 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 		snprintf(err, errlen, "file: %s: lba=%u is below the device's logical block size %u", path, lba, lbs);
 		return -EINVAL;
 	}
-	fc->e.lba_shift = lba == 4096 ? 12 : 9;
+	fc->nvmet.lba_shift = lba == 4096 ? 12 : 9;
 
 	/* namespace size: size= (the file grows to it), else what the file holds */
 	uint64_t ns = cfg->size ? cfg->size : have - have % lba;
@@ -388,7 +387,7 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 		}
 	}
 	fc->ns_bytes = ns;
-	fc->e.nlba = ns >> fc->e.lba_shift;
+	fc->nvmet.nlba = ns >> fc->nvmet.lba_shift;
 
 	/* direct I/O: a second descriptor with O_DIRECT; the buffered one stays for the
 	 * provisioning path (unaligned offsets). The kernel keeps the two coherent: a
@@ -431,13 +430,13 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	if (fc->rdonly && !fb->ctx->opts.quiet)
 		fprintf(stderr, "bam: file: %s opened read-only: writes complete with Access Denied\n", path);
 
-	fc->e.q = calloc(FILE_MAX_QUEUES + 1, sizeof(struct emu_queue));
+	fc->nvmet.q = calloc(FILE_MAX_QUEUES + 1, sizeof(struct nvmet_queue));
 	fc->qinfl = calloc(FILE_MAX_QUEUES + 1, sizeof(uint32_t));
 	/* doorbells: pinned, GPU-mapped host memory on the GPU target, so that GPU
 	 * threads store to them and the service threads here poll them */
-	fc->e.db = bam_mem_alloc(fb->ctx, BAM_MEM_HOST_PINNED, 2 * (FILE_MAX_QUEUES + 1) * sizeof(uint32_t));
-	fc->e.index = i;
-	if (!fc->e.q || !fc->qinfl || !fc->e.db)
+	fc->nvmet.db = bam_mem_alloc(fb->ctx, BAM_MEM_HOST_PINNED, 2 * (FILE_MAX_QUEUES + 1) * sizeof(uint32_t));
+	fc->nvmet.index = i;
+	if (!fc->nvmet.q || !fc->qinfl || !fc->nvmet.db)
 		return -ENOMEM;
 	return 0;
 }
@@ -567,7 +566,7 @@ static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_
 		n += snprintf(fb->desc + n, sizeof(fb->desc) - (size_t)n, "%s,", fb->c[i].path);
 	if (n < (int)sizeof(fb->desc))
 		snprintf(fb->desc + n, sizeof(fb->desc) - (size_t)n, "lba=%u,size=%llu,direct=%s,workers=%u,qd=%u%s",
-			 1u << fb->c[0].e.lba_shift, (unsigned long long)fb->c[0].ns_bytes,
+			 1u << fb->c[0].nvmet.lba_shift, (unsigned long long)fb->c[0].ns_bytes,
 			 notes.nodirect == 0 ? (fb->cfg.direct ? "1" : "0") : (notes.nodirect == fb->n ? "0" : "mixed"),
 			 fb->cfg.workers, fb->cfg.qd, fb->cfg.stage ? ",stage=1" : "");
 	*priv = fb;
@@ -575,7 +574,7 @@ static int file_open(struct bam_ctx *ctx, const char *args, void **priv, uint32_
 	return 0;
 }
 
-/* ---- admin (synchronous, as emu_admin) ------------------------------------------- */
+/* ---- admin (synchronous, nvmet_admin_exec) --------------------------------------- */
 
 static int file_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *data, struct nvme_cqe *cqe)
 {
@@ -589,25 +588,25 @@ static int file_admin(void *priv, uint32_t ci, const struct nvme_sqe *s, void *d
 	snprintf(mn, sizeof(mn), "%s %s", fc->blkdev ? "bam block" : "bam file", base);
 	memset(cqe, 0, sizeof(*cqe));
 	cqe->cid = s->cid;
-	cqe->status = bam_emu_admin_exec(&fc->e, FILE_MAX_QUEUES, FILE_MDTS, sn, mn, s, data);
+	cqe->status = nvmet_admin_exec(&fc->nvmet, FILE_MAX_QUEUES, FILE_MDTS, sn, mn, s, data);
 	return 0;
 }
 
 static uint32_t *file_doorbell(void *priv, uint32_t ci, uint32_t qid, int cq)
 {
 	struct file_be *fb = priv;
-	return &fb->c[ci].e.db[2 * qid + (cq ? 1 : 0)];
+	return &fb->c[ci].nvmet.db[2 * qid + (cq ? 1 : 0)];
 }
 
 /* ---- data movement ------------------------------------------------------------------ */
 
 /*
  * Staged path: the PRP list lives in target memory (GPU memory on the GPU target),
- * which emu_prp_next cannot read from the host. Copy the list pages it will walk
+ * which nvmet_prp_next cannot read from the host. Copy the list pages it will walk
  * into host pages 'm', at the same offsets, rewrite each chain entry (Base 4.3.1:
  * the last entry of a full list page points to the next page) to the host copy of
  * the next page, and point s->prp2 at the copy. Data entries stay target addresses.
- * Malformed pointers are left for emu_prp_next to report (PRP Offset Invalid).
+ * Malformed pointers are left for nvmet_prp_next to report (PRP Offset Invalid).
  * Returns 0 or an NVMe status.
  */
 static uint16_t prp_mirror(struct bam_ctx *ctx, struct nvme_sqe *s, uint32_t bytes, uint64_t *m)
@@ -650,13 +649,13 @@ static uint16_t prp_mirror(struct bam_ctx *ctx, struct nvme_sqe *s, uint32_t byt
  * buffer, so most commands become one segment). Returns 0 or an NVMe status. */
 static uint16_t prp_segments(struct file_slot *sl, const struct nvme_sqe *s)
 {
-	struct emu_prp_iter it;
+	struct nvmet_prp_iter it;
 	uint64_t addr;
 	uint32_t len;
 	int r;
 	sl->nseg = 0;
-	emu_prp_begin(&it, s, sl->bytes);
-	while ((r = emu_prp_next(&it, &addr, &len)) > 0) {
+	nvmet_prp_begin(&it, s, sl->bytes);
+	while ((r = nvmet_prp_next(&it, &addr, &len)) > 0) {
 		struct file_seg *last = sl->nseg ? &sl->seg[sl->nseg - 1] : NULL;
 		if (last && last->addr + last->len == addr) {
 			last->len += len;
@@ -751,7 +750,7 @@ static uint16_t start_cmd(struct file_worker *wk, struct file_slot *sl)
 	struct file_ctrl *fc = wk->fc;
 	struct nvme_sqe s = sl->sqe;
 	uint32_t bytes = 0;
-	uint16_t st = emu_validate(&fc->e, &s, &bytes);
+	uint16_t st = nvmet_validate(&fc->nvmet, &s, &bytes);
 	if (st)
 		return st;
 	sl->bytes = bytes;
@@ -763,7 +762,7 @@ static uint16_t start_cmd(struct file_worker *wk, struct file_slot *sl)
 		return submit_io(wk, sl);
 	if (s.opc == NVME_CMD_WRITE && fc->rdonly)
 		return ST(NVME_SCT_MEDIA, NVME_SC_ACCESS_DENIED);
-	sl->off = nvme_sqe_slba(&s) << fc->e.lba_shift;
+	sl->off = nvme_sqe_slba(&s) << fc->nvmet.lba_shift;
 	if (wk->fb->staged && (st = prp_mirror(wk->fb->ctx, &s, bytes, sl->prp)))
 		return st;
 	if ((st = prp_segments(sl, &s)))
@@ -791,8 +790,8 @@ static uint16_t start_cmd(struct file_worker *wk, struct file_slot *sl)
 static void post_cmd(struct file_worker *wk, struct file_slot *sl, uint16_t st)
 {
 	struct file_ctrl *fc = wk->fc;
-	emu_count(&fc->e, &sl->sqe, st ? 0 : sl->bytes, st);
-	emu_post_cqe(sl->q, sl->sqe.cid, st);
+	nvmet_count(&fc->nvmet, &sl->sqe, st ? 0 : sl->bytes, st);
+	nvmet_post_cqe(sl->q, sl->sqe.cid, st);
 	fc->qinfl[sl->qid]--;
 	wk->free_slots[wk->nfree++] = (uint32_t)(sl - wk->slots);
 }
@@ -930,9 +929,9 @@ static void io_done(struct file_worker *wk, struct file_slot *sl, int res)
 
 /* Free CQ entries (head as written to the CQ head doorbell, Base 4.1), or 0 for a
  * doorbell value out of range. */
-static uint32_t cq_room(const struct file_ctrl *fc, const struct emu_queue *q, uint32_t qid)
+static uint32_t cq_room(const struct file_ctrl *fc, const struct nvmet_queue *q, uint32_t qid)
 {
-	uint32_t head = bam_load_acquire_sys_u32(&fc->e.db[2 * qid + 1]);
+	uint32_t head = bam_load_acquire_sys_u32(&fc->nvmet.db[2 * qid + 1]);
 	if (head >= q->depth)
 		return 0;
 	return (head + q->depth - q->cq_tail - 1) % q->depth;
@@ -947,12 +946,12 @@ static uint32_t fetch(struct file_worker *wk)
 	for (uint32_t k = 0; k < wk->nq_owned && wk->nfree; k++) {
 		uint32_t idx = (wk->next_q + k) % wk->nq_owned;
 		uint32_t qid = 1 + wk->w + idx * wk->nw;
-		struct emu_queue *q = &fc->e.q[qid];
+		struct nvmet_queue *q = &fc->nvmet.q[qid];
 		if (!q->created)
 			continue;
 		/* doorbell value written by the submitters with release: the SQEs before
 		 * it are visible after this acquire */
-		uint32_t tail = bam_load_acquire_sys_u32(&fc->e.db[2 * qid]);
+		uint32_t tail = bam_load_acquire_sys_u32(&fc->nvmet.db[2 * qid]);
 		if (tail >= q->depth)
 			continue; /* invalid doorbell write: ignored (Base 4.1: an error) */
 		while (q->sq_head != tail && wk->nfree) {
@@ -1146,8 +1145,8 @@ static int file_start(void *priv)
 	struct file_be *fb = priv;
 	uint32_t per = fb->cfg.workers;
 	for (uint32_t i = 0; i < fb->n; i++)
-		if (fb->c[i].e.nq && per > fb->c[i].e.nq)
-			per = fb->c[i].e.nq;
+		if (fb->c[i].nvmet.nq && per > fb->c[i].nvmet.nq)
+			per = fb->c[i].nvmet.nq;
 	fb->w = calloc((size_t)fb->n * per, sizeof(*fb->w));
 	if (!fb->w)
 		return -ENOMEM;
@@ -1161,7 +1160,7 @@ static int file_start(void *priv)
 			wk->fc = &fb->c[i];
 			wk->w = w;
 			wk->nw = per;
-			uint32_t nq = fb->c[i].e.nq;
+			uint32_t nq = fb->c[i].nvmet.nq;
 			wk->nq_owned = nq > w ? (nq - 1 - w) / per + 1 : 0;
 			if ((rc = worker_init(fb, wk))) {
 				snprintf(fb->ctx->errmsg, sizeof(fb->ctx->errmsg), "file: %s: service thread setup: %s",
@@ -1225,7 +1224,7 @@ static int file_media_rw(void *priv, uint32_t ci, uint64_t off, void *buf, uint6
 static int file_stats(void *priv, uint32_t ci, struct bam_ctrl_stats *out)
 {
 	struct file_be *fb = priv;
-	const struct emu_counters *k = &fb->c[ci].e.cnt;
+	const struct nvmet_counters *k = &fb->c[ci].nvmet.cnt;
 	out->cmds = bam_load_relaxed_u64(&k->cmds);
 	out->reads = bam_load_relaxed_u64(&k->reads);
 	out->writes = bam_load_relaxed_u64(&k->writes);
@@ -1243,14 +1242,14 @@ static void file_dump(void *priv, uint32_t ci, FILE *f)
 {
 	struct file_be *fb = priv;
 	struct file_ctrl *fc = &fb->c[ci];
-	const struct emu_ctrl *k = &fc->e;
+	const struct nvmet_ctrl *k = &fc->nvmet;
 	fprintf(f, "file ctrl %u (%s): cmds=%llu reads=%llu writes=%llu flushes=%llu errors=%llu nq=%u direct=%d stop=%u\n",
 		ci, fc->path, (unsigned long long)bam_load_relaxed_u64(&k->cnt.cmds),
 		(unsigned long long)bam_load_relaxed_u64(&k->cnt.reads), (unsigned long long)bam_load_relaxed_u64(&k->cnt.writes),
 		(unsigned long long)bam_load_relaxed_u64(&k->cnt.flushes), (unsigned long long)bam_load_relaxed_u64(&k->cnt.errors),
 		k->nq, fc->direct, bam_load_relaxed_u32(&fb->stop));
 	for (uint32_t q = 1; q <= k->nq && q <= 4; q++) {
-		const struct emu_queue *e = &k->q[q];
+		const struct nvmet_queue *e = &k->q[q];
 		fprintf(f, "  file q %u: created=%u depth=%u sq_head=%u cq_tail=%u phase=%u db_tail=%u db_cqhead=%u in_service=%u\n",
 			q, e->created, e->depth, bam_load_relaxed_u32(&e->sq_head), bam_load_relaxed_u32(&e->cq_tail),
 			bam_load_relaxed_u32(&e->phase), bam_load_relaxed_u32(&k->db[2 * q]),
@@ -1281,9 +1280,9 @@ static void file_close(void *priv)
 			close(fc->fd);
 		if (fc->fd_buf >= 0)
 			close(fc->fd_buf);
-		free(fc->e.q);
+		free(fc->nvmet.q);
 		free(fc->qinfl);
-		bam_mem_free(fb->ctx, BAM_MEM_HOST_PINNED, fc->e.db);
+		bam_mem_free(fb->ctx, BAM_MEM_HOST_PINNED, fc->nvmet.db);
 	}
 	for (uint32_t i = 0; i < fb->cfg.n_paths; i++)
 		free(fb->cfg.paths[i]);
@@ -1291,7 +1290,8 @@ static void file_close(void *priv)
 	free(fb);
 }
 
-static const struct bam_backend_ops file_ops = {
+/* in the table of built-in back ends (backend.cmake) */
+const struct bam_backend_ops bam_file_ops = {
 	.name = "file",
 	.queue_mem = BAM_MEM_HOST_PINNED,
 	.open = file_open,
@@ -1308,9 +1308,4 @@ static const struct bam_backend_ops file_ops = {
 	.desc = file_desc,
 	.close = file_close,
 };
-
-__attribute__((constructor)) static void file_register(void)
-{
-	bam_backend_register(&file_ops);
-}
 
