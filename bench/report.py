@@ -223,8 +223,7 @@ def barh(ax, labels, series, xlabel, log=True):
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    if n > 1:
-        ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="best")
 
 
 def plot_section(path, title, rs):
