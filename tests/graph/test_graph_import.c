@@ -647,7 +647,10 @@ static void import_real(const char *name, uint64_t n, uint64_t m)
 	struct bam_graph_degree_stats ds;
 	struct bam_graph_header h;
 
-	snprintf(in, sizeof(in), "%s/graphs/%s", shared_data(), name);
+	/* the repository's data/ first (cnr-2000 ships there), then the shared folder */
+	snprintf(in, sizeof(in), "%s/%s", BAM_GRAPH_REPO_DATA, name);
+	if (access(in, R_OK) != 0)
+		snprintf(in, sizeof(in), "%s/graphs/%s", shared_data(), name);
 	if (access(in, R_OK) != 0) {
 		skipped = 1;
 		skip();
