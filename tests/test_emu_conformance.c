@@ -8,12 +8,15 @@
  * not timed out while the controller keeps completing commands.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <cmocka.h>
 #include <pthread.h>
 #include "bam/bam.h"
@@ -236,72 +239,198 @@ static void test_fault_timeouts(void **state)
 	free(b);
 }
 
-/* many threads, one queue pair of depth 4 (3 commands in flight), each command held
- * 'delay_us' by the controller: the last threads wait far longer than the timeout for
- * a credit, while the queue pair completes a command every few milliseconds */
+/*
+ * The credit wait, on a clock the test drives. Its rule is about progress: a thread in
+ * line for room in a full queue pair gives up only when no command completes for a
+ * whole timeout. On the wall clock, "no completion for 60 ms" also happens when the
+ * controller's worker or the owner of the next completion simply gets no core for
+ * 60 ms, which a loaded machine does (a build beside the tests on 2 cores: up to half
+ * of 48 threads timed out); no timeout makes that impossible. So while these tests
+ * run, CLOCK_MONOTONIC, which bam_time_ns() reads on the CPU target (the waits'
+ * deadlines and the emulator's completion times alike), is a virtual clock that moves
+ * only when the test moves it, in steps it takes when it has seen the progress it
+ * waits for. Scheduling then changes how long the test takes, never its outcome.
+ */
+static atomic_int vclock_on;
+static _Atomic uint64_t vclock_ns;
+
+/* Every CLOCK_MONOTONIC read of this program (the library's included): the virtual
+ * clock while it is on, the kernel's otherwise. */
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	if (id == CLOCK_MONOTONIC && atomic_load(&vclock_on)) {
+		const uint64_t t = atomic_load(&vclock_ns);
+		ts->tv_sec = (time_t)(t / 1000000000u);
+		ts->tv_nsec = (long)(t % 1000000000u);
+		return 0;
+	}
+	return (int)syscall(SYS_clock_gettime, id, ts);
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* on: the virtual clock starts at the real time (no step back); off: real time again */
+static void vclock_set(int on)
+{
+	if (on)
+		atomic_store(&vclock_ns, real_ns());
+	atomic_store(&vclock_on, on);
+}
+
+static void vclock_step(uint64_t ns)
+{
+	atomic_fetch_add(&vclock_ns, ns);
+}
+
+/* many threads, one queue pair of depth 2 (one command in flight, one credit) */
 struct credit_arg {
 	struct bam_ctx *ctx;
 	uint32_t i;
 	int rc;
 	uint16_t st;
+	uint64_t waited;   /* virtual ns in bam_dev_io */
+	atomic_int *started, *done;
 };
 
 static void *credit_thread(void *p)
 {
 	struct credit_arg *a = p;
 	uint8_t *b = aligned_alloc(4096, 4096);
+	const uint64_t t0 = bam_time_ns();
+	atomic_fetch_add(a->started, 1);
 	a->rc = bam_dev_io(bam_ctx_dev(a->ctx), 0, 0, NVME_CMD_READ, a->i, 1, (uintptr_t)b, 0, &a->st);
+	a->waited = bam_time_ns() - t0;
 	free(b);
+	atomic_fetch_add(a->done, 1);
 	return NULL;
 }
 
-static uint64_t run_credit_threads(struct bam_ctx *ctx, uint32_t n, int *n_ok, int *n_timeout)
+static uint64_t ctrl_cmds(struct bam_ctx *ctx)
 {
-	pthread_t th[64];
-	struct credit_arg a[64];
-	uint64_t t0 = bam_time_ns();
-	assert_true(n <= 64);
+	struct bam_ctrl_stats cs;
+	bam_ctx_ctrl_stats(ctx, 0, &cs);
+	return cs.cmds;
+}
+
+/* Wait (real time) until what(ctx, arg) is true; a minute without it is a hang. */
+static int wait_real(int (*what)(struct bam_ctx *, uint64_t), struct bam_ctx *ctx, uint64_t arg)
+{
+	const uint64_t end = real_ns() + 60000000000ull;
+	while (!what(ctx, arg)) {
+		if (real_ns() > end)
+			return 0;
+		usleep(100);
+	}
+	return 1;
+}
+
+static int fetched(struct bam_ctx *ctx, uint64_t n) /* the controller executed n commands */
+{
+	return ctrl_cmds(ctx) >= n;
+}
+
+static atomic_int credit_started, credit_done; /* threads that began, returned */
+static uint32_t credit_head0;  /* the CQ head before the first */
+
+/* the CQ head passed n CQEs, or n threads returned (the last may leave its CQE for a
+ * next head move: nobody is left to make it) */
+static int passed(struct bam_ctx *ctx, uint64_t n)
+{
+	struct bam_qpair *qp = &bam_ctx_dev(ctx)->ctrl[0].qps[0];
+	return bam_load_relaxed_u32(&qp->cq_head) - credit_head0 >= n || (uint64_t)atomic_load(&credit_done) >= n;
+}
+
+static void start_credit_threads(struct bam_ctx *ctx, uint32_t n, pthread_t *th, struct credit_arg *a)
+{
+	atomic_store(&credit_started, 0);
+	atomic_store(&credit_done, 0);
 	for (uint32_t i = 0; i < n; i++) {
-		a[i] = (struct credit_arg){.ctx = ctx, .i = i};
+		a[i] = (struct credit_arg){.ctx = ctx, .i = i, .started = &credit_started, .done = &credit_done};
 		assert_int_equal(pthread_create(&th[i], NULL, credit_thread, &a[i]), 0);
 	}
-	*n_ok = *n_timeout = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		pthread_join(th[i], NULL);
-		if (a[i].rc == 0 && a[i].st == 0)
-			(*n_ok)++;
-		else if (a[i].rc == -ETIMEDOUT)
-			(*n_timeout)++;
-	}
-	return bam_time_ns() - t0;
+}
+
+static int all_started(struct bam_ctx *ctx, uint64_t n)
+{
+	(void)ctx;
+	return (uint64_t)atomic_load(&credit_started) >= n;
 }
 
 static void test_credit_wait_bounded_by_progress(void **state)
 {
 	(void)state;
-	int ok, to;
-	/* 48 commands, 3 at a time, 10 ms each: about 160 ms in line for the last
-	 * threads, against a 60 ms timeout; no completion is more than ~10 ms apart */
-	struct bam_ctx *ctx = open_ctx_q("emu:size=1M,delay_rate=1,delay_us=10000,workers=1", 60, 1, 4);
-	uint64_t ns = run_credit_threads(ctx, 48, &ok, &to);
+	enum { N = 24 };
+	const uint64_t ms = 1000000, timeout = 60 * ms, delay = 10 * ms;
+	pthread_t th[N];
+	struct credit_arg a[N];
+
+	/* 24 commands one at a time, each completing 10 ms after the controller takes it:
+	 * 240 ms in line for the last thread against a 60 ms timeout. The clock moves 10 ms
+	 * once the controller has taken the next command, and not again before the CQ head
+	 * has passed its completion: no 60 ms ever pass without progress */
+	struct bam_ctx *ctx = open_ctx_q("emu:size=1M,delay_rate=1,delay_us=10000,workers=1", timeout / ms, 1, 2);
+	const uint64_t cmds0 = ctrl_cmds(ctx);
+	credit_head0 = bam_load_relaxed_u32(&bam_ctx_dev(ctx)->ctrl[0].qps[0].cq_head);
+	vclock_set(1);
+	start_credit_threads(ctx, N, th, a);
+	assert_true(wait_real(all_started, ctx, N)); /* all in line from the same instant */
+	for (uint32_t k = 1; k <= N; k++) {
+		assert_true(wait_real(fetched, ctx, cmds0 + k));
+		vclock_step(delay);
+		assert_true(wait_real(passed, ctx, k));
+	}
+	int ok = 0, to = 0;
+	uint64_t longest = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		ok += a[i].rc == 0 && a[i].st == 0;
+		to += a[i].rc == -ETIMEDOUT;
+		longest = a[i].waited > longest ? a[i].waited : longest;
+	}
+	vclock_set(0);
 	struct bam_ctrl_stats cs;
 	bam_ctx_ctrl_stats(ctx, 0, &cs);
-	fprintf(stderr, "progress: %d ok, %d timeouts, %.0f ms\n", ok, to, ns / 1e6);
-	assert_true(ns > 60000000ull); /* some threads did wait past the timeout */
-	assert_int_equal(ok, 48);
+	fprintf(stderr, "progress: %d ok, %d timeouts, longest wait %.0f ms (virtual)\n", ok, to, longest / 1e6);
+	assert_true(longest > 3 * timeout); /* the last threads waited past the timeout */
+	assert_int_equal(ok, N);
 	assert_int_equal(to, 0);
 	assert_int_equal(cs.qp.timeouts, 0);
 	bam_ctx_close(ctx);
 
-	/* no progress at all: every completion dropped. 3 threads hold the credits and
-	 * time out waiting for their CQEs; the others find the queue full, see no
-	 * completion for the whole timeout, and give up too: all within a bound */
-	ctx = open_ctx_q("emu:size=1M,drop_rate=1,workers=1", 60, 1, 4);
-	ns = run_credit_threads(ctx, 12, &ok, &to);
-	fprintf(stderr, "no progress: %d ok, %d timeouts, %.0f ms\n", ok, to, ns / 1e6);
+	/* no progress at all: every completion dropped. 1 thread holds the credit and
+	 * times out waiting for its CQE; the others find the queue full, see no
+	 * completion for the whole timeout, and give up too. The clock moves a timeout
+	 * (and 1 ms) at a time until all have: none may give up before a whole timeout.
+	 * (How many steps a thread sleeps through before it looks again is the
+	 * scheduler's business: the bound on the whole is the real-time minute below.) */
+	ctx = open_ctx_q("emu:size=1M,drop_rate=1,workers=1", timeout / ms, 1, 2);
+	vclock_set(1);
+	start_credit_threads(ctx, 12, th, a);
+	assert_true(wait_real(all_started, ctx, 12));
+	const uint64_t end = real_ns() + 60000000000ull;
+	while (atomic_load(&credit_done) < 12 && real_ns() < end) {
+		vclock_step(timeout + ms);
+		usleep(2000);
+	}
+	ok = to = 0;
+	uint64_t shortest = UINT64_MAX;
+	for (uint32_t i = 0; i < 12; i++) {
+		pthread_join(th[i], NULL);
+		ok += a[i].rc == 0 && a[i].st == 0;
+		to += a[i].rc == -ETIMEDOUT;
+		shortest = a[i].waited < shortest ? a[i].waited : shortest;
+	}
+	vclock_set(0);
+	fprintf(stderr, "no progress: %d ok, %d timeouts, shortest wait %.0f ms (virtual), %.0f ms (real)\n", ok, to,
+		shortest / 1e6, (real_ns() - (end - 60000000000ull)) / 1e6);
 	assert_int_equal(ok, 0);
 	assert_int_equal(to, 12);
-	assert_true(ns < 5000000000ull);
+	assert_true(shortest > timeout); /* none gave up before a whole timeout */
 	bam_ctx_close(ctx);
 }
 
