@@ -392,28 +392,20 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	char backend[1024];
 	if (!bam_iobench_backend(&o, backend, sizeof(backend), NULL, 0))
 		cli_media_note(media, backend);
-	struct bam_iobench_result *r = malloc(sizeof(*r));
-	char err[1024];
-	if (!r) {
-		cli_fail("bam bench: out of memory\n");
-		return 1;
-	}
-	int rc = bam_iobench_run(&o, r, err, sizeof(err));
-	if (r->stuck) /* the error said, the queues dumped; the hung work cannot be undone */
+	struct bam_iobench_result r;
+	char err[2048]; /* (a --backend value of up to 960 bytes, and the reason) */
+	const int rc = bam_iobench_run(&o, &r, err, sizeof(err));
+	if (r.stuck) /* the error said, the queues dumped; the hung work cannot be undone */
 		_exit(cli_exit(1)); /* with --json, the error object first */
-	int exit_code = 0;
-	if (rc && !r->complete) {
+	if (rc && !r.complete) {
 		fail_lines("bam bench", err);
-		free(r);
 		return fail_status(rc);
 	}
-	if (rc)
-		exit_code = 1;
+	const int exit_code = rc ? 1 : 0; /* (the run found errors: its results, then why) */
 	if (json)
-		print_json(&o, rw_name, r, exit_code, err);
+		print_json(&o, rw_name, &r, exit_code, err);
 	else
-		print_text(&o, rw_name, r, exit_code, err);
-	free(r);
+		print_text(&o, rw_name, &r, exit_code, err);
 	return exit_code;
 }
 

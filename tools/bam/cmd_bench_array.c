@@ -227,7 +227,7 @@ int bam_bench_array(int argc, char **argv)
 	if (!bam_arraybench_backend(&o, be, sizeof(be), NULL, 0))
 		cli_media_note(&media, be);
 	struct bam_arraybench_result r;
-	char err[1024];
+	char err[2048]; /* (a --backend value of up to 960 bytes, and the reason) */
 	int rc = bam_arraybench_run(&o, &r, err, sizeof(err));
 	if (rc && !r.complete) {
 		cli_media_forget(&media);

@@ -49,6 +49,7 @@ enum bam_iobench_msg_kind {
 	BAM_IOBENCH_MSG_ERROR,    /* a failure that did not end the call (a comparison that
 				   * could not run, its failed reads), or the hang of result.stuck */
 };
+/* Called from the calling thread, and for PROGRESS from a thread of the run's own. */
 typedef void (*bam_iobench_msg_fn)(void *arg, enum bam_iobench_msg_kind kind, const char *text);
 
 /* ---- bam_iobench_run --------------------------------------------------------------- */
