@@ -4,8 +4,9 @@
  * (bench_file.h says what each of the two does). They run after the bam run, with the
  * context closed, so that no service thread of the back end competes with them for the
  * host's cores, and each is bounded by the bam run's I/O count and run time; a run in
- * which no read completes for 'stall_ns' ends the process (as the bench's watchdog of
- * the GPU kernel does), since a read stuck in the kernel cannot be cancelled.
+ * which no read completes for 'stall_ns' is given up (-ETIMEDOUT) with its threads left
+ * as they are (as the bench's watchdog of the GPU kernel gives up): a read stuck in the
+ * kernel cannot be cancelled, so the process must end.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,8 +21,7 @@
 #include "bam/bam.h"
 #include "bam/backend.h"
 #include "bench_file.h"
-#include "bench_kern.h" /* bench_check, emu_mix64 */
-#include "cli_util.h"
+#include "bench_kern.h" /* bench_check, bench_mix64 */
 #ifdef BAM_HAVE_CUDA
 #include "bench_gpu.h"
 #endif
@@ -211,7 +211,7 @@ static int cmp_claim(struct cmp_thread *t, uint64_t *blk)
 	if (r->c->total_ios && k >= r->c->total_ios)
 		return 0;
 	if (r->c->random) {
-		t->rng = emu_mix64(t->rng);
+		t->rng = bench_mix64(t->rng);
 		*blk = t->rng % r->c->nblocks;
 	} else {
 		*blk = k % r->c->nblocks;
@@ -268,7 +268,7 @@ static int cmp_launch(struct cmp_run *r, void *(*fn)(void *), const char *name, 
 		struct cmp_thread *t = &r->th[started];
 		t->r = r;
 		t->t = started;
-		t->rng = emu_mix64(r->c->seed ^ ((started + 1ull) * 0x9e3779b97f4a7c15ull) ^ 0x636d70ull);
+		t->rng = bench_mix64(r->c->seed ^ ((started + 1ull) * 0x9e3779b97f4a7c15ull) ^ 0x636d70ull);
 		if (pthread_create(&t->th, NULL, fn, t))
 			break;
 	}
@@ -291,9 +291,10 @@ static int cmp_launch(struct cmp_run *r, void *(*fn)(void *), const char *name, 
 			last = d;
 			last_t = now;
 		} else if (now - last_t > r->c->stall_ns) {
-			cli_fail("bam bench: %s: no read completed in %.0f s (%llu done): giving up\n", name,
-				(double)r->c->stall_ns / 1e9, (unsigned long long)d);
-			_exit(cli_exit(1)); /* with --json, the error object first */
+			/* the threads and their buffers stay: a read may still be in the kernel */
+			snprintf(res->stalled, sizeof(res->stalled), "%s: no read completed in %.0f s (%llu done): giving up",
+				 name, (double)r->c->stall_ns / 1e9, (unsigned long long)d);
+			return -ETIMEDOUT;
 		}
 	}
 	uint64_t t1 = t0;
@@ -407,6 +408,8 @@ int bench_posix_run(const struct bench_files *f, const struct bench_cmp_cfg *c, 
 	}
 	if (!rc)
 		rc = cmp_launch(&r, posix_main, "posix baseline", res);
+	if (rc == -ETIMEDOUT) /* threads are still reading into the buffers */
+		return rc;
 #ifdef BAM_HAVE_CUDA
 	if (r.gpu)
 		bench_gpu_posix_close(r.gpu);
@@ -535,7 +538,7 @@ int bench_uring_run(const struct bench_files *f, const struct bench_cmp_cfg *c, 
 	memset(r.host, 0, bytes); /* touched before the clock starts */
 	int rc = cmp_launch(&r, uring_main, "io_uring ceiling", res);
 	res->qd = cc.qd;
-	if (!r.leak)
+	if (!r.leak && rc != -ETIMEDOUT)
 		free(r.host);
 	return rc;
 }

@@ -54,7 +54,7 @@ struct bench_cmp_cfg {
 	int verify;           /* check a sample of the blocks read against the pattern */
 	int gpu;              /* posix: copy into GPU memory (GPU target) */
 	uint64_t seed;
-	uint64_t stall_ns;    /* give up (exit 1) when no read completes for this long */
+	uint64_t stall_ns;    /* give up (-ETIMEDOUT) when no read completes for this long */
 };
 
 struct bench_cmp_result {
@@ -66,10 +66,13 @@ struct bench_cmp_result {
 	uint64_t verify_fail; /* of those, blocks that did not match */
 	uint32_t threads, qd; /* as run (qd: uring only, after the memory cap) */
 	char first_error[160];
+	char stalled[224];    /* the run's -ETIMEDOUT: what made it give up */
 };
 
-/* Run the posix baseline over the open files. Returns 0 (with errors counted in *r)
- * or -ENOMEM / -EAGAIN / -EIO when it could not start. */
+/* Run the posix baseline over the open files. Returns 0 (with errors counted in *r),
+ * -ENOMEM / -EAGAIN / -EIO when it could not start, or -ETIMEDOUT when no read completed
+ * for stall_ns (r->stalled says so): its threads are then left blocked in their reads,
+ * with their memory, and the process must end. */
 int bench_posix_run(const struct bench_files *f, const struct bench_cmp_cfg *c, struct bench_cmp_result *r);
 /* Run the io_uring ceiling over the open files; same returns. */
 int bench_uring_run(const struct bench_files *f, const struct bench_cmp_cfg *c, struct bench_cmp_result *r);

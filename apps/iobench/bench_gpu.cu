@@ -87,10 +87,10 @@ __global__ void pcie_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t 
 	uint64_t gw = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint32_t lane = threadIdx.x & 31u;
 	uint32_t words = bs / 16u;
-	uint64_t r = emu_mix64(seed ^ gw);
+	uint64_t r = bench_mix64(seed ^ gw);
 	uint4 acc = make_uint4(0, 0, 0, 0);
 	for (uint64_t k = 0; k < chunks_per_warp; k++) {
-		r = emu_mix64(r);
+		r = bench_mix64(r);
 		const uint4 *s = src + (r % nchunks_region) * words;
 		uint4 *d = dst + gw * words;
 		for (uint32_t i = lane; i < words; i += 32) {

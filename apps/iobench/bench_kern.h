@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The body of `bam bench`'s I/O threads, compiled for GPU threads (bench_gpu.cu) and
- * host threads (cmd_bench.c). Each thread keeps 'iodepth' commands in flight through
+ * host threads (iobench.c). Each thread keeps 'iodepth' commands in flight through
  * bam_dev_io_submit/bam_dev_io_wait, checks every word of every block it reads
  * against the pattern derived from the block's LBA, and records latencies in a
  * log-linear histogram.
@@ -10,10 +10,20 @@
 #define BAM_BENCH_KERN_H
 
 #include "bam/dev.h"
-#include "../../src/backends/emu/emu_core.h" /* emu_mix64 */
 
 #define BENCH_MAX_IODEPTH 32
 #define BENCH_HIST 1024
+
+/* splitmix64's finaliser (Steele, Lea, Flood 2014): the random numbers of the bench
+ * threads and the verification pattern. The pattern of earlier runs must read back
+ * (--prefill=0): do not change it. */
+BAM_HD_INLINE uint64_t bench_mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
 
 enum bench_rw { BENCH_READ, BENCH_WRITE, BENCH_RANDREAD, BENCH_RANDWRITE, BENCH_RANDRW };
 
@@ -53,7 +63,7 @@ struct bench_args {
  * holds after prefill and what every write stores. */
 BAM_HD_INLINE uint64_t bench_word(uint32_t c, uint64_t lba, uint32_t i)
 {
-	return emu_mix64(((uint64_t)c << 56) ^ (lba << 10) ^ i ^ 0x6261u);
+	return bench_mix64(((uint64_t)c << 56) ^ (lba << 10) ^ i ^ 0x6261u);
 }
 
 BAM_HD_INLINE uint32_t bench_hist_index(uint64_t v)
@@ -152,7 +162,7 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 	struct bench_slot slots[BENCH_MAX_IODEPTH];
 	const uint32_t depth = a->iodepth;
 	const uint32_t nlb = a->bs >> a->lba_shift;
-	uint64_t rng = emu_mix64(a->seed ^ (tid * 0x9e3779b97f4a7c15ull));
+	uint64_t rng = bench_mix64(a->seed ^ (tid * 0x9e3779b97f4a7c15ull));
 	uint64_t start = bam_time_ns();
 	uint64_t issued = 0, seq = tid;
 	uint32_t inflight = 0, next = 0; /* slots used as a ring: oldest at next - inflight */
@@ -175,7 +185,7 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 		/* issue one */
 		uint64_t blk;
 		uint32_t write;
-		rng = emu_mix64(rng);
+		rng = bench_mix64(rng);
 		switch (a->rw) {
 		case BENCH_READ: blk = seq % a->nblocks; seq += a->threads; write = 0; break;
 		case BENCH_WRITE: blk = seq % a->nblocks; seq += a->threads; write = 1; break;

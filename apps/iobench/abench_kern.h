@@ -6,7 +6,7 @@
 #define BAM_ABENCH_KERN_H
 
 #include "bam/array.h"
-#include "../../src/backends/emu/emu_core.h"
+#include "bench_kern.h" /* bench_mix64 */
 
 enum abench_pattern {
 	AB_HOT = 0,    /* a working set that fits the cache, swept warp-contiguously: hits */
@@ -55,10 +55,10 @@ BAM_HD_INLINE int abench_step(const struct abench_args *g, uint64_t tid, uint64_
 	if (g->pattern == AB_HOT) {
 		i = (tid + k * g->threads) % g->ws;
 	} else if (g->pattern == AB_RANDOM) {
-		i = emu_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
+		i = bench_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
 	} else {
 		uint64_t groups = g->n_elems / 32u;
-		i = (emu_mix64(g->seed ^ (warp << 24) ^ k) % groups) * 32u + (tid % 32u);
+		i = (bench_mix64(g->seed ^ (warp << 24) ^ k) % groups) * 32u + (tid % 32u);
 	}
 	uint64_t v;
 	int rc = g->coalesce ? bam_array_warp_read_u64(g->a, i, &v) : bam_array_read_u64(g->a, i, &v);
