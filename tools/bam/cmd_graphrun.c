@@ -20,9 +20,9 @@
 #include "bam/graph.h"
 #include "cli_util.h"
 #include "cmds.h"
-#include "graph_kern.h"
+#include "../../apps/graph/src/graph_kern.h" /* (until the run moves to the app) */
 #ifdef BAM_HAVE_CUDA
-#include "graph_gpu.h"
+#include "../../apps/graph/src/graph_gpu.h"
 extern int bam_gpu_available(void);
 #endif
 
