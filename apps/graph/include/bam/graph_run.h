@@ -43,7 +43,13 @@ BAM_API const char *bam_graph_mode_name(enum bam_graph_mode m);
 enum bam_graph_frontier { BAM_GRAPH_FRONTIER_AUTO = 0, BAM_GRAPH_FRONTIER_QUEUE, BAM_GRAPH_FRONTIER_SCAN };
 /* "auto", "queue", "scan". */
 BAM_API const char *bam_graph_frontier_name(enum bam_graph_frontier f);
-#define BAM_GRAPH_SCAN_FRACTION 64u /* the default scan_fraction */
+/* The default scan_fraction. A scan reads the whole level array but the edge array in
+ * order; a queue reads the lists in discovery order, fetching a line about once per
+ * frontier vertex instead of once per level. On the H200, 64 was as fast as 256 or
+ * faster in every mode on cnr-2000, uk-2007-05-100000 and a scale-22 Kronecker graph
+ * (through bam 0-2.5%, host mode 0-8%, gpu mode 3-10%); 16 made BFS through bam of
+ * cnr-2000 8% slower (results/graph.md). */
+#define BAM_GRAPH_SCAN_FRACTION 64u
 
 /* How a BFS scan level is shared out among warps: ranges of n/warps vertices; ranges of
  * about m/(64 x SMs) edges; or a work item per cache line of the edge array. */
@@ -57,7 +63,10 @@ enum bam_graph_level_loop { BAM_GRAPH_LOOP_DEFAULT = 0, BAM_GRAPH_LOOP_DEVICE, B
  * the offsets again and again), normal for CC (one pass). */
 enum bam_graph_prio { BAM_GRAPH_PRIO_DEFAULT = 0, BAM_GRAPH_PRIO_HIGH, BAM_GRAPH_PRIO_NORMAL };
 
-/* Default cache line bytes in bam mode (opts->line 0). */
+/* Default cache line bytes in bam mode (opts->line 0): BFS 4 KiB (the BaM paper's); CC
+ * 8 KiB: its one pass reads the edge array in order, and on the H200 8 KiB lines took
+ * 0.85-1.003x the time of 4 KiB, where BFS of a scale-26 Kronecker graph was 1.11x
+ * slower (results/graph.md). */
 #define BAM_GRAPH_BFS_LINE 4096u
 #define BAM_GRAPH_CC_LINE 8192u
 
