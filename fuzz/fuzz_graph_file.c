@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_graph_file.c - libFuzzer harness of the graph file reader (src/graph/csr_file.c)
+ * fuzz_graph_file.c - libFuzzer harness of the graph file reader (apps/graph/src/csr_file.c)
  * on arbitrary bytes: a corrupted or hand-made .bcsr file.
  *
  * Input layout: byte 0 says which checksums the harness makes right before writing the
@@ -10,7 +10,7 @@
  *          lie inside the input)
  * Then bam_graph_header_read, bam_graph_verify, bam_graph_degrees and
  * bam_graph_load run on the file. Errors are fine; what each accepts must keep its
- * contract (include/bam/graph.h):
+ * contract (apps/graph/include/bam/graph.h):
  *   - header_read: magic, version, flags, id width, sizes, and both arrays inside the
  *     file, 4096-aligned, in order, after the header;
  *   - verify: all of that, both crc32s (recomputed here), and every graph invariant;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The connected-components kernel's union-find (tools/bam/graph_kern.h: cc_union,
+ * The connected-components kernel's union-find (apps/graph/src/graph_kern.h: cc_union,
  * cc_find, cc_flatten), on host threads (the CPU target compiles the same code):
  *  - flattening a vertex writes its own label only (a flattening that also halved the
  *    paths it walked could store a stale ancestor into a label another thread had
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../tools/bam/graph_kern.h"
+#include "../apps/graph/src/graph_kern.h"
 
 #define THREADS 8u
 

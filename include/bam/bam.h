@@ -135,6 +135,17 @@ BAM_API void bam_mem_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
  * has none), capped by the process's cgroup memory limit. Returns 0, -EINVAL (target
  * BAM_TARGET_AUTO), -ENODEV (GPU target without CUDA or GPU), -ENOSYS (cannot be told). */
 BAM_API int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, uint64_t *bytes);
+/* 1 when this build has CUDA and a usable GPU is present (what BAM_TARGET_AUTO picks),
+ * else 0. With CUDA it sets the device flags the library needs: call it before other
+ * CUDA work of the application. */
+#ifdef BAM_HAVE_CUDA
+BAM_API int bam_gpu_available(void);
+#else
+static inline int bam_gpu_available(void)
+{
+	return 0;
+}
+#endif
 /* Copy between host memory and memory from bam_mem_alloc (any direction). 0 or -EIO. */
 BAM_API int bam_mem_copy(struct bam_ctx *ctx, void *dst, const void *src, uint64_t bytes);
 /* Set bytes. 0 or -EIO. */
