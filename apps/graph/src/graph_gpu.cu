@@ -30,7 +30,7 @@ static int sm_count(void)
  * per thread; they need about 120). More blocks with fewer registers (and spills) were
  * 3-6% faster through bam on the real graphs, measured while the walks could still
  * hold lines when waiting for others, which many resident warps turned into -EBUSY on
- * a small cache (results/graph.md, seventh session); not measured since. */
+ * a small cache (results/history/graph.md); not measured since. */
 #ifndef GV_MIN_BLOCKS /* (a build option for such experiments) */
 #define GV_MIN_BLOCKS 2
 #endif

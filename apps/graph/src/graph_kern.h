@@ -292,7 +292,7 @@ BAM_HD_INLINE uint32_t gv_next_line_group(uint32_t mask, uint64_t l, uint32_t *t
  * so warps cannot hold every slot of a small cache while each waits for one more
  * (with gv_edge_h, lanes still in their line kept it while the others waited: at 48
  * warps per SM instead of 16, every CC run of cnr-2000 on its 392-line cache failed
- * with -EBUSY; results/graph.md). Returns nonzero, the same in every lane, if any
+ * with -EBUSY; results/history/graph.md). Returns nonzero, the same in every lane, if any
  * lane's line could not be taken (recorded in g->ctr->error).
  */
 BAM_HD_INLINE int gv_edge_warp(const struct graph_view *g, struct bam_line *h, uint64_t i, int act, uint64_t *u,
@@ -508,7 +508,7 @@ BAM_HD_INLINE uint64_t gv_edge_line_floor(const struct graph_view *g, uint64_t i
  * before and after the long one anyway, so it walks the two pieces itself: when the chunk
  * kernel walked them, later, both lines had mostly been evicted meanwhile and were read
  * twice (kron26 CC on the H200: about 32,500 extra line fills at every line size, 2.7% of
- * the bytes at 4 KiB lines and 5.6% at 8 KiB; results/graph.md, thirteenth session). A
+ * the bytes at 4 KiB lines and 5.6% at 8 KiB; results/history/graph.md). A
  * list without a whole line of its own is not cut (*cs = s, *ce = e). */
 BAM_HD_INLINE void gv_heavy_cut(const struct graph_view *g, uint64_t s, uint64_t e, uint64_t *cs, uint64_t *ce)
 {
@@ -807,7 +807,7 @@ BAM_HD_INLINE void walk_range(const struct graph_view *g, struct bfs_state *b, s
  * Not the default: on the H200 it made the BFS of cnr-2000 1.6x faster in host mode
  * and 1.1x in gpu mode, but not through bam, and a Kronecker graph's through bam 1.2x
  * slower (more lines taken at once than a cache of 1/8 of the edges holds;
- * results/graph.md, gpu-check stage ranges).
+ * results/history/graph.md).
  */
 BAM_HD_INLINE void walk_part(const struct graph_view *g, struct bfs_state *b, struct cc_state *c, uint64_t k,
 			     uint32_t lane, uint32_t wsize)
@@ -857,7 +857,7 @@ BAM_HD_INLINE uint64_t cc_root(const uint64_t *label, uint64_t x)
  * that had read v's old parent could store that parent's parent into label[v] after
  * v's own thread had stored the root: v was left pointing at a non-root. Seen on the
  * H200 as a rare wrong label, about 1 run in 20 of cnr-2000 under some builds and
- * cache sizes; results/graph.md.) */
+ * cache sizes; results/history/graph.md.) */
 BAM_HD_INLINE void cc_flatten(struct cc_state *c, uint64_t v)
 {
 	const uint64_t r = cc_root(c->label, v);

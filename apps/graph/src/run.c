@@ -369,7 +369,7 @@ static int setup_bam(struct run *R)
 	struct bam_cache_opts cop = {.capacity = R->cache_bytes, .line_size = o->line};
 	/* BFS reads the offsets of every level's frontier: kept before the edges'
 	 * lines, which a level mostly reads once (fewer offsets fills on each
-	 * level's chain of dependent reads; results/graph.md) */
+	 * level's chain of dependent reads; results/history/graph.md) */
 	r->off_prio = o->off_prio != BAM_GRAPH_PRIO_DEFAULT ? o->off_prio == BAM_GRAPH_PRIO_HIGH : !R->do_cc;
 	struct bam_array_opts ao = {.n_elems = n + 1, .elem_size = R->ob, .priority = (uint32_t)r->off_prio};
 	r->cache_bytes = R->cache_bytes;

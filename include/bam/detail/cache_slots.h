@@ -327,7 +327,7 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
  * every line has), before it takes one as any other: so such lines stay
  * cached longer, while a cache full of them still gives victims at once. (BFS's offsets
  * array on the H200: 8 halved its line fills on cnr-2000 and made BFS through bam
- * 2-7% faster than without; 16 kept a few more lines and was slower; results/graph.md.) */
+ * 2-7% faster than without; 16 kept a few more lines and was slower; results/history/graph.md.) */
 #ifndef BAM_KEEP_SKIPS
 #define BAM_KEEP_SKIPS 8u
 #endif
@@ -348,7 +348,7 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
  * search that stops at its victim either skips the rest of its positions or passes
  * them, and either way the hand no longer moves as a one-position clock's does (on
  * the H200: 32 positions, kron26 BFS read 5% more; 4 positions passed, kron22 CC read
- * 8% more; results/graph.md). */
+ * 8% more; results/history/graph.md). */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline, const uint32_t *progress,
 					     uint64_t timeout_ns)
 {

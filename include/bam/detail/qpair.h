@@ -249,7 +249,7 @@ BAM_HD_INLINE uint32_t bam_qpair_cq_move_head_locked(struct bam_qpair *qp)
 		/* (Reading the next run from the clear's old value instead, as move_tail
 		 * does, saved a load per head move but its extra live state, inlined into
 		 * every fill path, took the graph walk kernels from about 30 to 200 bytes of
-		 * register spills: gpu mode 5-8% slower on kron26, results/graph.md.) */
+		 * register spills: gpu mode 5-8% slower on kron26, results/history/graph.md.) */
 		const uint32_t cword = bam_load_acquire_gpu_u32(cw);
 		const uint32_t run = bam_qp_run(cword, b);
 		if (run > 1) {
@@ -423,7 +423,7 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	uint32_t iter = 0;
 
 	/* both loads in flight at once: one round trip (a lone submission takes about
-	 * fourteen, each about 0.5 us on the H200: results/io-engine.md) */
+	 * fourteen, each about 0.5 us on the H200: results/history/io-engine.md) */
 	const uint32_t broken = bam_load_relaxed_u32(&qp->broken);
 	uint32_t cr = bam_load_relaxed_u32(&qp->credits);
 	if (broken)
@@ -540,7 +540,7 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	 * the lock before looking at the mark, and telling from the tail our own move
 	 * reached, saved a round trip for a lone submitter but cost 7% of 512 B reads
 	 * from 1,048,576 threads on the H200, where most find their mark cleared by
-	 * another's move: results/io-engine.md.) */
+	 * another's move: results/history/io-engine.md.) */
 	iter = 0;
 	while (bam_load_acquire_gpu_u32(&qp->sq_mark[slot >> 5]) & bam_qp_bit(slot)) {
 		const int moved = bam_qp_trylock(&qp->sq_lock);

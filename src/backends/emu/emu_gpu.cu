@@ -18,7 +18,7 @@
  * workers poll it every round at no cost to the PCIe link. (When it was a host word
  * read over PCIe every 100 us by each of the 64 warps, a lone 4 KiB read took 22 us
  * at p50 but 82 us at p99, and a BFS level with one cache miss 130 us instead of 57:
- * measured on the H200, results/io-engine.md.)
+ * measured on the H200, results/history/io-engine.md.)
  */
 #include <errno.h>
 #include <stdio.h>

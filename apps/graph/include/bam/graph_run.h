@@ -48,7 +48,7 @@ BAM_API const char *bam_graph_frontier_name(enum bam_graph_frontier f);
  * frontier vertex instead of once per level. On the H200, 64 was as fast as 256 or
  * faster in every mode on cnr-2000, uk-2007-05-100000 and a scale-22 Kronecker graph
  * (through bam 0-2.5%, host mode 0-8%, gpu mode 3-10%); 16 made BFS through bam of
- * cnr-2000 8% slower (results/graph.md). */
+ * cnr-2000 8% slower (results/history/graph.md). */
 #define BAM_GRAPH_SCAN_FRACTION 64u
 
 /* How a BFS scan level is shared out among warps: ranges of n/warps vertices; ranges of
@@ -66,7 +66,7 @@ enum bam_graph_prio { BAM_GRAPH_PRIO_DEFAULT = 0, BAM_GRAPH_PRIO_HIGH, BAM_GRAPH
 /* Default cache line bytes in bam mode (opts->line 0): BFS 4 KiB (the BaM paper's); CC
  * 8 KiB: its one pass reads the edge array in order, and on the H200 8 KiB lines took
  * 0.85-1.003x the time of 4 KiB, where BFS of a scale-26 Kronecker graph was 1.11x
- * slower (results/graph.md). */
+ * slower (results/history/graph.md). */
 #define BAM_GRAPH_BFS_LINE 4096u
 #define BAM_GRAPH_CC_LINE 8192u
 
