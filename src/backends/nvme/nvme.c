@@ -56,7 +56,7 @@ struct nvme_cfg {
 	uint32_t n;
 	uint32_t nsid;
 	int allow_write;
-	int test_not_ready; /* test only: misprogram ASQ so that the controller never becomes ready */
+	int test_not_ready; /* test only: a misaligned ASQ, so that the enable fails (CFS, or RDY never 1) */
 	uint64_t dma;
 	char bad[256];
 };
@@ -475,7 +475,7 @@ static int ctrl_init(struct nvme_be *nb, struct nvme_ctrl *c, uint32_t nq, char 
 	if (!c->dbuf || !c->bounce || !c->prp_list)
 		goto nomem;
 	wr32(c, NVME_REG_AQA, ((NVME_ADMIN_DEPTH - 1) << NVME_AQA_ACQS_SHIFT) | (NVME_ADMIN_DEPTH - 1));
-	wr64(c, NVME_REG_ASQ, nb->cfg.test_not_ready ? 0 : (uint64_t)(uintptr_t)c->aq.sq);
+	wr64(c, NVME_REG_ASQ, (uint64_t)(uintptr_t)c->aq.sq | (nb->cfg.test_not_ready ? 0x200u : 0u));
 	wr64(c, NVME_REG_ACQ, (uint64_t)(uintptr_t)c->aq.cq);
 	uint32_t cc = (0u << NVME_CC_CSS_SHIFT) | (0u << NVME_CC_MPS_SHIFT) | (0u << NVME_CC_AMS_SHIFT) |
 		      (6u << NVME_CC_IOSQES_SHIFT) | (4u << NVME_CC_IOCQES_SHIFT);
