@@ -74,7 +74,7 @@ if want array; then
 	run array-stripe "$BAM" bench --array --backend=nvme:$A,$C --allow-write $CPU --size=8M --cache-size=1M --threads=4 --steps=2000 --quiet
 fi
 # --- cnr-2000 on a namespace: BFS and CC verified against the host reference ---
-G1="--verify --sources=4 --quiet"
+G1="--verify --sources=2 --quiet"
 if want graph; then
 	run bfs-512 "$BAM" bfs "$GRAPH" --backend=nvme:$A --allow-write $CPU $G1
 	run cc-512 "$BAM" cc "$GRAPH" --backend=nvme:$A --allow-write $CPU --verify --quiet
