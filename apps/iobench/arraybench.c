@@ -127,6 +127,10 @@ static int check_opts(const struct bam_arraybench_opts *o, enum bam_target tgt, 
 	 * refused before anything is allocated, instead of being killed for memory later */
 	{
 		const uint32_t fl = ib_backend_flags(given_backend(o));
+		if ((fl & BAM_BACKEND_F_WRITE_GUARDED) && !(fl & BAM_BACKEND_F_WRITE_ALLOWED))
+			return ib_fail(err, errlen, -EPERM,
+				       "--backend=%s: filling the array writes to the device, destroying its data: pass "
+				       "--allow-write (allow_write=1)", given_backend(o));
 		const int media_host = (fl & BAM_BACKEND_F_MEDIA_MEMORY) && !(fl & BAM_BACKEND_F_MEDIA_GPU);
 		const uint64_t c_host = tgt == BAM_TARGET_CPU ? cache_bytes : 0,
 			       m_host = media_host && size <= UINT64_MAX - 2 * line ? size + line : 0;

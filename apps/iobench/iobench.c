@@ -353,6 +353,15 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	char backend[1024];
 	if ((rc = bam_iobench_backend(&o, backend, sizeof(backend), err, errlen)))
 		return rc;
+	{ /* a device whose data a write destroys: writes only when the string grants them */
+		const uint32_t fl = ib_backend_flags(backend);
+		const int rd_only = o.rw == BAM_IOBENCH_READ || o.rw == BAM_IOBENCH_RANDREAD;
+		if ((fl & BAM_BACKEND_F_WRITE_GUARDED) && !(fl & BAM_BACKEND_F_WRITE_ALLOWED) && (!rd_only || (o.verify && o.prefill)))
+			return ib_fail(err, errlen, -EPERM,
+				       "--backend=%s: %s writes to the device, destroying its data: pass --allow-write "
+				       "(allow_write=1)%s", given, rd_only ? "the prefill of the verification pattern" : "this workload",
+				       rd_only ? ", or read without writing: --prefill=0 (the pattern is there from an earlier run) or --verify=0" : "");
+	}
 
 	struct bam_ctx_opts co = {.target = o.target, .qpairs = o.qpairs, .queue_depth = o.queue_depth,
 				  .timeout_ns = o.timeout_ms * 1000000ull, .ctrl_workers = o.ctrl_workers};

@@ -41,6 +41,13 @@ struct bam_backend_info {
 /* The open creates its media at a size a tool may choose: the string gives no size= and
  * names no existing media, so bam_backend_sized may add size=. */
 #define BAM_BACKEND_F_SIZABLE      (1u << 3)
+/* The media are a real device whose data a write destroys (nvme): nothing may write
+ * unless the string grants it (BAM_BACKEND_F_WRITE_ALLOWED). A tool refuses a workload
+ * that writes (bench writes, array writes, placing a graph) without it, and the back
+ * end's provisioning path refuses writes with -EPERM. */
+#define BAM_BACKEND_F_WRITE_GUARDED (1u << 4)
+/* The string grants writes (nvme's allow_write=1; the CLI's --allow-write adds it). */
+#define BAM_BACKEND_F_WRITE_ALLOWED (1u << 5)
 
 struct bam_backend_ops {
 	const char *name; /* the back-end string's prefix, e.g. "emu" */
@@ -89,6 +96,19 @@ struct bam_backend_ops {
 	 * *out (name filled in by the caller). 0, or -EINVAL with the message open would
 	 * give. Without it, bam_backend_info reports one controller, sizes 0 and no flags. */
 	int (*info)(const char *args, struct bam_backend_info *out, char *err, size_t errlen);
+	/* Optional (a controller reached by DMA through an IOMMU, nvme): the memory of the
+	 * context's target (bam_mem_alloc) comes from the back end, so that every buffer,
+	 * ring and PRP list the core and the applications allocate is in the controller's
+	 * DMA address space at the address the device-side code puts in PRPs (its pointer).
+	 * mem_alloc: 0 and *out (4 KiB aligned, zeroed), -ENOENT to let the core allocate
+	 * as usual, or another negative errno (the allocation fails). mem_free: 0 when p was
+	 * the back end's, -ENOENT otherwise. Called only between open and close. */
+	int (*mem_alloc)(void *priv, enum bam_mem_kind kind, uint64_t bytes, void **out);
+	int (*mem_free)(void *priv, enum bam_mem_kind kind, void *p);
+	/* Optional: the namespace the core identifies and uses on controller c (default 1)
+	 * and the controller's maximum queue entries (CAP.MQES + 1; default from Identify
+	 * Controller's MAXCMD). */
+	void (*ns_params)(void *priv, uint32_t c, uint32_t *nsid, uint32_t *mqes);
 };
 
 /* Register a back end of the program's own, at run time (ops must outlive its use).

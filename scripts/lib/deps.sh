@@ -42,3 +42,13 @@ deps_ensure() {
 	echo "    sudo $root/scripts/setup" >&2
 	return 1
 }
+
+# deps_qemu_missing: what the nvme back end's QEMU tests (tests/qemu/run) need and this
+# machine lacks, one a line (scripts/setup installs them; not needed to build).
+deps_qemu_missing() {
+	local c
+	for c in qemu-system-x86_64 busybox cpio xz; do
+		command -v "$c" >/dev/null 2>&1 || echo "command $c"
+	done
+	ls /boot/vmlinuz-* >/dev/null 2>&1 || echo "a kernel in /boot (linux-image-amd64)"
+}

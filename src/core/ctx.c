@@ -33,6 +33,12 @@ void *bam_mem_alloc(struct bam_ctx *ctx, enum bam_mem_kind kind, uint64_t bytes)
 {
 	if (bytes == 0)
 		bytes = 1;
+	if (ctx->ops && ctx->ops->mem_alloc && ctx->priv) {
+		void *q = NULL;
+		int rc = ctx->ops->mem_alloc(ctx->priv, kind, bytes, &q);
+		if (rc != -ENOENT)
+			return rc ? NULL : q;
+	}
 #ifdef BAM_HAVE_CUDA
 	if (ctx->target == BAM_TARGET_GPU)
 		return bam_gpu_alloc(kind, bytes);
@@ -47,6 +53,8 @@ void *bam_mem_alloc(struct bam_ctx *ctx, enum bam_mem_kind kind, uint64_t bytes)
 void bam_mem_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p)
 {
 	if (!p)
+		return;
+	if (ctx->ops && ctx->ops->mem_free && ctx->priv && ctx->ops->mem_free(ctx->priv, kind, p) == 0)
 		return;
 #ifdef BAM_HAVE_CUDA
 	if (ctx->target == BAM_TARGET_GPU) {
@@ -206,6 +214,9 @@ static int identify(struct bam_ctx *ctx, uint32_t c, char *err, size_t errlen)
 	struct nvme_id_ctrl *idc = calloc(1, sizeof(*idc));
 	struct nvme_id_ns *idn = calloc(1, sizeof(*idn));
 	int rc = -ENOMEM;
+	uint32_t nsid = 1, mqes = 0;
+	if (ctx->ops->ns_params)
+		ctx->ops->ns_params(ctx->priv, c, &nsid, &mqes);
 	if (!idc || !idn)
 		goto out;
 	struct nvme_sqe s;
@@ -216,7 +227,7 @@ static int identify(struct bam_ctx *ctx, uint32_t c, char *err, size_t errlen)
 		goto out;
 	memset(&s, 0, sizeof(s));
 	s.opc = NVME_ADMIN_IDENTIFY;
-	s.nsid = 1;
+	s.nsid = nsid;
 	s.cdw10 = NVME_IDENTIFY_CNS_NS;
 	if ((rc = admin(ctx, c, &s, idn, err, errlen)))
 		goto out;
@@ -224,11 +235,11 @@ static int identify(struct bam_ctx *ctx, uint32_t c, char *err, size_t errlen)
 	ns->model[40] = 0;
 	for (int i = 39; i >= 0 && ns->model[i] == ' '; i--)
 		ns->model[i] = 0;
-	ns->nsid = 1;
+	ns->nsid = nsid;
 	ns->nlba = idn->nsze;
 	ns->lba_size = 1u << idn->lbaf[idn->flbas & 0xf].lbads;
 	ns->mdts_bytes = idc->mdts ? (NVME_PAGE_SIZE << idc->mdts) : 0;
-	ns->mqes = idc->maxcmd ? idc->maxcmd : 65536; /* filled from CAP by the back end */
+	ns->mqes = mqes ? mqes : idc->maxcmd ? idc->maxcmd : 65536; /* CAP.MQES+1 from the back end */
 	rc = 0;
 out:
 	free(idc);

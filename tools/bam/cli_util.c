@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include "bam/nvme.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,8 @@ static void media_on_signal(int sig, siginfo_t *si, void *uc)
 	if (__atomic_exchange_n(&taken, 1, __ATOMIC_SEQ_CST))
 		for (;;)
 			pause();
+	if (sig != SIGBUS)
+		bam_nvme_emergency_stop(); /* (async-signal-safe: register stores) */
 	if (m)
 		media_unlink_created(m);
 	if (sig == SIGBUS) {
@@ -108,11 +111,13 @@ static void media_on_signal(int sig, siginfo_t *si, void *uc)
 }
 
 /* mapped: the media are emu's memory-mapped files (SIGBUS when one is cut short) */
-static void media_watch(const struct cli_media *m, int mapped)
+/* device: a real device (nvme): a SIGINT, SIGTERM or SIGHUP first disables its
+ * controllers (bam_nvme_emergency_stop), so no DMA outlives the process */
+static void media_watch(const struct cli_media *m, int mapped, int device)
 {
 	static int installed, installed_bus;
 	media_live = m;
-	if (!m->n)
+	if (!m->n && !device)
 		return;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -161,7 +166,8 @@ void cli_media_note(struct cli_media *m, const char *backend)
 		m->n = 0;
 	else if (rc) /* not all listed (out of memory): the caller refuses the run */
 		m->incomplete = 1;
-	media_watch(m, !!(backend_info(b).flags & BAM_BACKEND_F_MEDIA_MAPPED));
+	const uint32_t fl = backend_info(b).flags;
+	media_watch(m, !!(fl & BAM_BACKEND_F_MEDIA_MAPPED), !!(fl & BAM_BACKEND_F_WRITE_GUARDED));
 }
 
 const char *cli_media_same(const struct cli_media *m, int fd)
@@ -509,4 +515,15 @@ int cli_exit(int status)
 	free(cli_json.message);
 	cli_json.message = NULL;
 	return status;
+}
+
+const char *cli_allow_write(const char *backend)
+{
+	static char buf[CLI_BACKEND_MAX + 32];
+	struct bam_backend_info info;
+	if (!backend || bam_backend_info(backend, &info, NULL, 0) || !(info.flags & BAM_BACKEND_F_WRITE_GUARDED) ||
+	    (info.flags & BAM_BACKEND_F_WRITE_ALLOWED))
+		return backend;
+	snprintf(buf, sizeof(buf), "%s%sallow_write=1", backend, strchr(backend, ':') ? "," : ":");
+	return buf;
 }

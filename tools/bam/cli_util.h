@@ -116,4 +116,8 @@ struct cJSON *cli_json_error(int status);
 void cli_json_printed(void);
 /* the exit status of main(), after the error object if one is due */
 int cli_exit(int status);
+/* --allow-write: 'backend' with allow_write=1 added when its back end guards writes
+ * (bam_backend_info's BAM_BACKEND_F_WRITE_GUARDED: a real device), else 'backend'
+ * itself. Static storage: valid until the next call. */
+const char *cli_allow_write(const char *backend);
 #endif

@@ -41,6 +41,7 @@ static void usage(FILE *f)
 		"  --queue-depth=N    entries per queue, power of two up to 32768 (default 1024 GPU,\n"
 		"                     256 CPU)\n"
 		"  --backend=STR      e.g. emu, emu:profile=optane-p5800x,count=4 (docs/BACKENDS.md)\n"
+		"  --allow-write      let a run write to a real device (nvme: writes, the prefill)\n"
 		"  --target=T         gpu, cpu or auto (default)\n"
 		"  --verify=0|1       check every word of every block read (default 1)\n"
 		"  --baseline=0|1     measure the physical limit in the same run (default 1 for reads)\n"
@@ -289,14 +290,14 @@ const struct option bench_io_options[] = {
 	{"verify", 1, 0, 'v'}, {"baseline", 1, 0, 'L'}, {"timeout-ms", 1, 0, 'o'}, {"seed", 1, 0, 'S'},
 	{"json", 0, 0, 'j'}, {"quiet", 0, 0, 'Z'}, {"ctrl-workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
 	{"compare", 1, 0, 'C'}, {"posix-threads", 1, 0, 'P'}, {"uring-threads", 1, 0, 'U'},
-	{"uring-qd", 1, 0, 'D'}, {"prefill", 1, 0, 'F'}, {0, 0, 0, 0}};
+	{"uring-qd", 1, 0, 'D'}, {"prefill", 1, 0, 'F'}, {"allow-write", 0, 0, 1001}, {0, 0, 0, 0}};
 
 static int bench_run(int argc, char **argv, struct cli_media *media)
 {
 	struct bam_iobench_opts o;
 	bam_iobench_opts_init(&o);
 	const char *rw_name = rw_names[o.rw], *bs_arg = NULL; /* --bs as given (messages), NULL: the default */
-	int json = 0, quiet = 0;
+	int json = 0, quiet = 0, allow_write = 0;
 	uint32_t flag;
 	const struct option *const lo = bench_io_options;
 	for (int i = 1; i < argc; i++)
@@ -344,6 +345,9 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 				return 2;
 			o.backend = optarg;
 			break;
+		case 1001:
+			allow_write = 1;
+			break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) o.target = BAM_TARGET_GPU;
 			else if (!strcmp(optarg, "cpu")) o.target = BAM_TARGET_CPU;
@@ -388,6 +392,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 	o.msg = bench_msg;
 	o.msg_arg = &mc;
 	o.dump = stderr;
+	if (allow_write)
+		o.backend = cli_allow_write(o.backend);
 	/* the media files the run may create: removed again if it fails */
 	char backend[1024];
 	if (!bam_iobench_backend(&o, backend, sizeof(backend), NULL, 0))

@@ -100,11 +100,12 @@ const struct option bench_array_options[] = {
 	{"coalesce", 1, 0, 'c'}, {"size", 1, 0, 's'}, {"threads", 1, 0, 'T'}, {"steps", 1, 0, 'n'},
 	{"working-set", 1, 0, 'W'}, {"backend", 1, 0, 'B'}, {"target", 1, 0, 'g'}, {"json", 0, 0, 'j'},
 	{"quiet", 0, 0, 'q'}, {"ctrl-workers", 1, 0, 'w'}, {"timeout-ms", 1, 0, 'o'},
-	{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	{"help", 0, 0, 'h'}, {"allow-write", 0, 0, 1001}, {0, 0, 0, 0}};
 
 int bam_bench_array(int argc, char **argv)
 {
 	const char *backend = "emu", *cache_arg = "64M";
+	int allow_write = 0;
 	uint64_t size = 1ull << 30, cache_bytes = 64ull << 20, threads = 0, steps = 0, ws = 0;
 	uint32_t line = 4096, coalesce = 1, pattern = BAM_ARRAYBENCH_RANDOM, json = 0, quiet = 0, workers = 0;
 	uint64_t timeout_ms = 0; /* 0: the library's default (bam_ctx_opts.timeout_ns) */
@@ -154,6 +155,9 @@ int bam_bench_array(int argc, char **argv)
 				return 2;
 			backend = optarg;
 			break;
+		case 1001:
+			allow_write = 1;
+			break;
 		case 'g':
 			if (!strcmp(optarg, "gpu")) target = BAM_TARGET_GPU;
 			else if (!strcmp(optarg, "cpu")) target = BAM_TARGET_CPU;
@@ -183,7 +187,7 @@ int bam_bench_array(int argc, char **argv)
 			       "  --timeout-ms=N     bound of each wait for a completion or a cache line (default\n"
 			       "                     5000); reads are not retried: a dead controller costs about\n"
 			       "                     one bound per read still to do\n"
-			       "  --backend=STR --target=gpu|cpu|auto --ctrl-workers=N --json --quiet\n");
+			       "  --backend=STR --allow-write --target=gpu|cpu|auto --ctrl-workers=N --json --quiet\n");
 			return 0;
 		default: /* getopt said what is wrong on stderr */
 			cli_fail_note("bam bench --array: bad option '%s': unknown, ambiguous or missing its value "
@@ -206,7 +210,7 @@ int bam_bench_array(int argc, char **argv)
 	}
 	struct bam_arraybench_opts o;
 	bam_arraybench_opts_init(&o);
-	o.backend = backend;
+	o.backend = allow_write ? cli_allow_write(backend) : backend;
 	o.target = target;
 	o.pattern = (enum bam_arraybench_pattern)pattern;
 	o.size = size;

@@ -42,6 +42,7 @@ static void usage(FILE *f, const char *cmd)
 		"%s"
 		"  --mode=M           bam (default), host, gpu, uvm (baselines; gpu/uvm need a GPU)\n"
 		"  --backend=STR      storage for --mode=bam (default emu: the emulated NVMe SSD)\n"
+		"  --allow-write      let the run place the graph on a real device (nvme), destroying its data\n"
 		"  --cache-size=SIZE  --mode=bam: cache bytes (default: 1/8 of the edge array; at\n"
 		"                     least 1 MiB, at most what the offsets and edges take)\n"
 		"  --line-size=SIZE   --mode=bam: cache line bytes, 512 to 64K (default 4096 for\n"
@@ -148,6 +149,8 @@ static void on_msg(void *arg, enum bam_graph_msg kind, const char *text)
 /* Run algo as g says. Returns the exit status: 0; 1 (failed, or a result differs from
  * the reference); 2 (options refused). *complete (may be NULL): the run ended with
  * results (in *r, to free with bam_graph_run_result_free in any case). */
+static int graph_allow_write; /* --allow-write */
+
 static int run_graph(const struct gcli *g, enum bam_graph_algo algo, struct bam_graph_run_result *r, int *complete)
 {
 	static struct cli_media media; /* (128 KiB: not on the stack) */
@@ -157,6 +160,8 @@ static int run_graph(const struct gcli *g, enum bam_graph_algo algo, struct bam_
 	media.n = 0;
 	struct media_hook h = {&media, who, g->o.backend, g->o.graph};
 	struct bam_graph_run_opts o = g->o;
+	if (graph_allow_write)
+		o.backend = cli_allow_write(o.backend);
 	o.algo = algo;
 	o.prog = who;
 	o.quiet = g->quiet || g->json;
@@ -202,7 +207,7 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 		{"scan-fraction", 1, 0, 'x'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
 		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"offsets", 1, 0, 'Z'},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"help", 0, 0, 'h'}, {"allow-write", 0, 0, 1001}, {0, 0, 0, 0}};
 	int ch;
 	static char who[16]; /* the messages' prefix, "bam bfs"; argv[0] for getopt's messages */
 	snprintf(who, sizeof(who), "bam %s", cmd);
@@ -226,6 +231,9 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 				return 2;
 			o->backend = optarg;
 			g->bam_only = "--backend";
+			break;
+		case 1001:
+			graph_allow_write = 1;
 			break;
 		case 'C':
 			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {

@@ -17,6 +17,7 @@ static void usage(FILE *f)
 		   "  graph info    counts, degrees, checksum\n"
 		   "  bfs GRAPH     breadth-first search through bam\n"
 		   "  cc GRAPH      connected components through bam\n"
+		   "  nvme list|bind|unbind  NVMe PCI functions, and giving one to vfio-pci for --backend=nvme:BDF\n"
 		   "  demo          the main job: import cnr-2000, BFS + CC through the emulated SSD, verify\n\n"
 		   "'bam COMMAND --help' for the options of each; 'bam --version' for the version.\n");
 }
@@ -69,6 +70,8 @@ static int dispatch(int argc, char **argv)
 		return cli_exit(bam_cmd_bfs(argc - 1, argv + 1));
 	if (!strcmp(c, "cc"))
 		return cli_exit(bam_cmd_cc(argc - 1, argv + 1));
+	if (!strcmp(c, "nvme"))
+		return bam_cmd_nvme(argc - 1, argv + 1);
 	if (!strcmp(c, "demo"))
 		return cli_exit(bam_cmd_demo(argc - 1, argv + 1));
 	fprintf(stderr, "bam: unknown command '%s'\n", c);

@@ -208,6 +208,15 @@ static int size_cache(struct run *R)
 	R->cache_bytes = cache_bytes;
 	R->data_bytes = data_bytes;
 	if (o->mode == BAM_GRAPH_MODE_BAM) {
+		/* placing the graph writes it onto the namespaces: on a device whose data a
+		 * write destroys, only when the back-end string grants it */
+		const uint32_t bfl = backend_info(o->backend).flags;
+		if ((bfl & BAM_BACKEND_F_WRITE_GUARDED) && !(bfl & BAM_BACKEND_F_WRITE_ALLOWED)) {
+			run_fail(R, "%s: --backend=%s: placing the graph writes %llu bytes to the device, destroying its data: "
+				    "pass --allow-write (allow_write=1)\n", R->who, o->backend, (unsigned long long)data_bytes);
+			R->r->refused = 1;
+			return -EPERM;
+		}
 		struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = o->line};
 		if (bam_cache_fits(R->tgt, &cop, err, sizeof(err)) == -ENOMEM) {
 			run_fail(R, "%s: %s%s: %s\n", R->who, o->cache_arg ? "--cache-size=" : "the default cache size",
