@@ -15,8 +15,8 @@
  *   GPU:          from GPU memory (loaded once; GPU target only).
  * Every mode runs the same kernels and must give the same answer; with verify the
  * answers are compared with a sequential CPU reference (counts, minima and maxima
- * exactly, sums and means within a relative 1e-9 after the sum's magnitude: floating-
- * point sums are accumulated in another order).
+ * exactly, sums within 1e-9 of the sum of the absolute values: floating-point sums are
+ * accumulated in another order on the GPU).
  */
 #ifndef BAM_TABLE_QUERY_H
 #define BAM_TABLE_QUERY_H
