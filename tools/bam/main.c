@@ -18,6 +18,10 @@ static void usage(FILE *f)
 		   "  bfs GRAPH     breadth-first search through bam\n"
 		   "  cc GRAPH      connected components through bam\n"
 		   "  nvme list|bind|unbind  NVMe PCI functions, and giving one to vfio-pci for --backend=nvme:BDF\n"
+		   "  table import  convert a CSV (plain or gzip) to a bam columnar table (docs/TABLE-FORMAT.md)\n"
+		   "  table generate  a table of N rows resampled from a real sample\n"
+		   "  table info    schema, rows, sizes, checksums\n"
+		   "  query TABLE   the taxi queries Q0-Q5 or a range query, through bam or a baseline\n"
 		   "  demo          the main job: import cnr-2000, BFS + CC through the emulated SSD, verify\n\n"
 		   "'bam COMMAND --help' for the options of each; 'bam --version' for the version.\n");
 }
@@ -72,6 +76,10 @@ static int dispatch(int argc, char **argv)
 		return cli_exit(bam_cmd_cc(argc - 1, argv + 1));
 	if (!strcmp(c, "nvme"))
 		return bam_cmd_nvme(argc - 1, argv + 1);
+	if (!strcmp(c, "table"))
+		return cli_exit(bam_cmd_table(argc - 1, argv + 1));
+	if (!strcmp(c, "query"))
+		return cli_exit(bam_cmd_query(argc - 1, argv + 1));
 	if (!strcmp(c, "demo"))
 		return cli_exit(bam_cmd_demo(argc - 1, argv + 1));
 	fprintf(stderr, "bam: unknown command '%s'\n", c);
