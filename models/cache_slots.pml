@@ -60,7 +60,7 @@
  *      write of a line is issued while an earlier one is in flight;
  *  and: no process blocked forever (invalid end state).
  *
- * Options: NS slots, NL lines (2), NT reader/filler threads, NA accesses each, MAXTO
+ * Options: NS slots, NL lines (2 or 3), NT reader/filler threads, NA accesses each, MAXTO
  * timeouts; WRITES (threads also store into the line, a new version, and mark it dirty);
  * a dirty victim is written back asynchronously (bam_cache_wb_start / _reap:
  * BAM_SLOT_WRITING) while the fill takes another victim; FLUSH (a flusher runs
@@ -80,6 +80,8 @@
  *                         (no re-read of the record under the lock)
  *  BROKEN_WB_UNMAP        the asynchronous write-back unmaps the line at submission
  *                         (slot freed at the reap): a miss meanwhile reads stale media
+ *  BROKEN_WB_SAMESLOT     the fill reads its line into the slot whose write-back it
+ *                         just submitted, without waiting for the write
  *  BROKEN_RETIRE_CAS0     reclaim locks a retired slot with a plain store of BUSY,
  *                         whatever its count (a transient count dropped)
  */
@@ -182,10 +184,16 @@ byte ndone;
 #define INV_SLOT(s) ((state[s] & CNT) == gcnt[s] && users[s] <= gcnt[s] && state[s] >= 0 && state[s] < 32768)
 #define INV_MAP(l, s) (!(xlat[l] == s && PUB(s)) || tag[s] == l)
 #define INV_DUP(a, b) (!(PUB(a) && PUB(b) && tag[a] == tag[b] && tag[a] != NONE))
+#if NL == 3
+#define INV_L2(s) INV_MAP(2, s)
+#else
+#define INV_L2(s) true
+#endif
 #if NS == 1
-#define INV (INV_SLOT(0) && INV_MAP(0, 0) && INV_MAP(1, 0))
+#define INV (INV_SLOT(0) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_L2(0))
 #elif NS == 2
-#define INV (INV_SLOT(0) && INV_SLOT(1) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_MAP(0, 1) && INV_MAP(1, 1) && INV_DUP(0, 1))
+#define INV (INV_SLOT(0) && INV_SLOT(1) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_MAP(0, 1) && INV_MAP(1, 1) && INV_DUP(0, 1) && \
+	     INV_L2(0) && INV_L2(1))
 #elif NS == 3
 #define INV (INV_SLOT(0) && INV_SLOT(1) && INV_SLOT(2) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_MAP(0, 1) && \
 	     INV_MAP(1, 1) && INV_MAP(0, 2) && INV_MAP(1, 2) && INV_DUP(0, 1) && INV_DUP(0, 2) && INV_DUP(1, 2))
@@ -496,11 +504,16 @@ inline fill()
 	:: vs >= 0 && (state[vs] & (V | DT)) == (V | DT) && tag[vs] != NONE ->
 		/* a dirty victim: its write goes out, the fill takes another slot */
 		wb_start(); wlive = 1;
+#ifdef BROKEN_WB_SAMESLOT
+		/* the read submitted right behind the write, into the same slot */
+		atomic { state[ws] = state[ws] | B }
+#else
 		once = 1; pick_victim(); once = 0;
 		if
 		:: vs < 0 -> wb_reap(); pick_victim()
 		:: else
 		fi
+#endif
 	:: else
 	fi;
 	if
