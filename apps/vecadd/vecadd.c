@@ -221,7 +221,7 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 	char be[1024], e[512];
 	if (bam_backend_info(given, &bi, e, sizeof(e)))
 		return fail(err, errlen, -EINVAL, "--backend=%s: %s", given, e);
-	if (bam_backend_sized(given, 3 * (vlines + 2) * (uint64_t)line * 2, line, be, sizeof(be), e, sizeof(e)))
+	if (bam_backend_sized(given, 3 * (vlines + 2 * BAM_MAX_CTRLS) * (uint64_t)line, line, be, sizeof(be), e, sizeof(e)))
 		snprintf(be, sizeof(be), "%s", given);
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = o->ctrl_workers, .timeout_ns = o->timeout_ms * 1000000ull};
 	struct bam_ctx *ctx = NULL;
