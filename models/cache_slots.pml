@@ -50,13 +50,20 @@
  *      not BUSY slots hold the same line (monitor, every state); at the end no xlat
  *      entry is FILLING, every mapped line is in its slot, every VALID slot is mapped,
  *      no slot is BUSY or referenced; after a final host reclaim no slot is held;
+ *  (6) a reader sees the newest store of its line (ghost versions lver/dver/media:
+ *      never the stale media while a write-back of the line is in flight);
+ *  (7) at the end every mapped line's slot holds its newest store, a clean one is on
+ *      the media too, and an unmapped line is on the media (no write lost; a failed
+ *      write-back left its line dirty); no slot is WRITING (every write reaped);
  *  (5) a timed-out command's slot is not given back (gen[s] bumped by the give-back)
  *      before the controller has finished moving data into / out of it; no second
  *      write of a line is issued while an earlier one is in flight;
  *  and: no process blocked forever (invalid end state).
  *
- * Options: NS slots, NL lines (2), NT reader/filler threads, NA accesses each, MAXTO
- * timeouts; WRITES (threads also write and mark the line dirty); FLUSH (a flusher runs
+ * Options: NS slots, NL lines (2 or 3), NT reader/filler threads, NA accesses each, MAXTO
+ * timeouts; WRITES (threads also store into the line, a new version, and mark it dirty);
+ * a dirty victim is written back asynchronously (bam_cache_wb_start / _reap:
+ * BAM_SLOT_WRITING) while the fill takes another victim; FLUSH (a flusher runs
  * bam_cache_flush_slot over every slot; slot 0 starts holding line 0 dirty; no writes,
  * as bam_cache_flush requires); RECLAIMER (a host thread runs bam_cache_reclaim);
  * NOERR (no error statuses, only OK and timeouts).
@@ -71,6 +78,10 @@
  *  BROKEN_RECLAIM_EARLY   bam_pend_done always says "complete"
  *  BROKEN_RECLAIM_NOLOCK  reclaim gives a retired slot back on the unlocked look only
  *                         (no re-read of the record under the lock)
+ *  BROKEN_WB_UNMAP        the asynchronous write-back unmaps the line at submission
+ *                         (slot freed at the reap): a miss meanwhile reads stale media
+ *  BROKEN_WB_SAMESLOT     the fill reads its line into the slot whose write-back it
+ *                         just submitted, without waiting for the write
  *  BROKEN_RETIRE_CAS0     reclaim locks a retired slot with a plain store of BUSY,
  *                         whatever its count (a transient count dropped)
  */
@@ -112,7 +123,8 @@
 #define RF      2048
 #define PN      4096
 #define RT      8192
-#define FLAGMASK 16128
+#define WRT     16384       /* BAM_SLOT_WRITING: its write-back in flight */
+#define FLAGMASK 32512
 #define ALL     65535
 #define RETIRED (B | RT)
 
@@ -153,25 +165,35 @@ bit  ckind[NCID];
 byte cslot[NCID];
 byte cline[NCID];
 byte cgen[NCID];
+bit  cerr[NCID];            /* a write completed with an error status (nothing moved) */
 
 /* ---- ghosts --------------------------------------------------------------------- */
 byte data[NS];              /* line the slot's bytes hold */
 byte gcnt[NS];              /* references taken and not given back (real + transient) */
 byte users[NS];             /* readers using the slot (real references) */
 byte gen[NS];               /* bumped when a retired/pinned slot is given back */
-bool wb_late[NL];           /* a timed-out write-back of the line is in flight */
+bool wb_late[NL];           /* a write of the line is in flight (timed out, or asynchronous) */
+byte lver[NL];              /* version of the line's newest store (0: what the media held first) */
+byte media[NL];             /* version the media holds */
+byte dver[NS];              /* version the slot's bytes hold */
 byte ntimeouts;
 byte ndone;
 
 /* ---- invariants, checked in every state by the monitor ------------------------- */
 #define PUB(s) ((state[s] & (V | B)) == V)
-#define INV_SLOT(s) ((state[s] & CNT) == gcnt[s] && users[s] <= gcnt[s] && state[s] >= 0 && state[s] < 16384)
+#define INV_SLOT(s) ((state[s] & CNT) == gcnt[s] && users[s] <= gcnt[s] && state[s] >= 0 && state[s] < 32768)
 #define INV_MAP(l, s) (!(xlat[l] == s && PUB(s)) || tag[s] == l)
 #define INV_DUP(a, b) (!(PUB(a) && PUB(b) && tag[a] == tag[b] && tag[a] != NONE))
+#if NL == 3
+#define INV_L2(s) INV_MAP(2, s)
+#else
+#define INV_L2(s) true
+#endif
 #if NS == 1
-#define INV (INV_SLOT(0) && INV_MAP(0, 0) && INV_MAP(1, 0))
+#define INV (INV_SLOT(0) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_L2(0))
 #elif NS == 2
-#define INV (INV_SLOT(0) && INV_SLOT(1) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_MAP(0, 1) && INV_MAP(1, 1) && INV_DUP(0, 1))
+#define INV (INV_SLOT(0) && INV_SLOT(1) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_MAP(0, 1) && INV_MAP(1, 1) && INV_DUP(0, 1) && \
+	     INV_L2(0) && INV_L2(1))
 #elif NS == 3
 #define INV (INV_SLOT(0) && INV_SLOT(1) && INV_SLOT(2) && INV_MAP(0, 0) && INV_MAP(1, 0) && INV_MAP(0, 1) && \
 	     INV_MAP(1, 1) && INV_MAP(0, 2) && INV_MAP(1, 2) && INV_DUP(0, 1) && INV_DUP(0, 2) && INV_DUP(1, 2))
@@ -195,8 +217,8 @@ inline set_flags(s_, flags_, add_)
 inline head_pass()
 {
 	atomic {
-		if :: HEAD_CAN_PASS(0) -> cid_state[0] = CID_FREE; cphase[0] = C_IDLE :: else fi;
-		if :: HEAD_CAN_PASS(1) -> cid_state[1] = CID_FREE; cphase[1] = C_IDLE :: else fi
+		if :: HEAD_CAN_PASS(0) -> cid_state[0] = CID_FREE; cphase[0] = C_IDLE; cerr[0] = 0 :: else fi;
+		if :: HEAD_CAN_PASS(1) -> cid_state[1] = CID_FREE; cphase[1] = C_IDLE; cerr[1] = 0 :: else fi
 	}
 }
 
@@ -343,8 +365,8 @@ inline line_io()
 		if
 		:: io_op == RD ->
 			atomic { assert(users[io_s] == 0); data[io_s] = JUNK };
-			if :: iorc == OK -> atomic { assert(users[io_s] == 0); data[io_s] = io_line } :: else fi
-		:: io_op == WR -> assert(data[io_s] == io_line)
+			if :: iorc == OK -> atomic { assert(users[io_s] == 0); data[io_s] = io_line; dver[io_s] = media[io_line] } :: else fi
+		:: io_op == WR -> atomic { assert(data[io_s] == io_line); if :: iorc == OK -> media[io_line] = dver[io_s] :: else fi }
 		fi;
 		cid_state[cc] = CID_FREE
 	:: iorc == TO ->
@@ -370,9 +392,9 @@ inline pick_victim()
 		st = state[ps];                                   /* :346 */
 		if
 #ifdef BROKEN_VICTIM_NOCNT
-		:: (st & (B | PN)) != 0 ->
+		:: (st & (B | PN | WRT)) != 0 ->
 #else
-		:: (st & (B | PN)) != 0 || (st & CNT) != 0 ->     /* :347 */
+		:: (st & (B | PN | WRT)) != 0 || (st & CNT) != 0 ->     /* :347 */
 #endif
 			if
 			:: (st & (RT | PN)) != 0 ->               /* :348 */
@@ -397,9 +419,10 @@ inline pick_victim()
 		if :: vs >= 0 -> break :: else -> k++ fi
 	:: k >= 2 * NS ->                                         /* :360-362 */
 		if
-		:: iter == 0 -> iter = 1; k = 0
-		:: iter > 0 -> break                              /* -EBUSY at the deadline */
-		:: iter > 0 -> k = 0
+		:: once -> break                                  /* -EAGAIN: reap our write instead */
+		:: !once && iter == 0 -> iter = 1; k = 0
+		:: !once && iter > 0 -> break                     /* -EBUSY at the deadline */
+		:: !once && iter > 0 -> k = 0
 		fi
 	od;
 	atomic { k = 0; iter = 0; ps = 0; st = 0; rs = 0; rret = 0; rhelp = 0 }
@@ -428,10 +451,71 @@ inline evict_locked()
 	atomic { et = 0; est = 0; es = 0; io_op = 0; io_line = 0; io_s = 0; iorc = 0 }
 }
 
+/* bam_cache_wb_start: slot vs (locked, VALID|DIRTY) written back without waiting:
+ * the controller moves the data (xfer, any time) while the thread goes on; the slot
+ * turns WRITING, unlocked, still mapped (hits served from it). A submission that
+ * fails is the synchronous path's business (not modelled here: wb_start then leaves
+ * the slot locked and dirty, as evict_locked's failure). */
+inline wb_start()
+{
+	wl = tag[vs]; ws = vs;
+	atomic {
+		TAKE_CID -> take_cid(); wc = cc;
+		assert(!wb_late[wl]);                             /* two writes of one line in flight */
+		cphase[wc] = C_SUB; ckind[wc] = WR; cslot[wc] = ws; cline[wc] = wl; cgen[wc] = gen[ws]; wb_late[wl] = 1
+	};
+	cc = 0;
+#ifdef BROKEN_WB_UNMAP
+	/* the line counted as evicted at the write's submission: a miss reads the media,
+	 * which the write has not reached yet */
+	xlat[wl] = NONE;
+	atomic { state[ws] = (state[ws] & CNT) | WRT }
+#else
+	atomic { state[ws] = (state[ws] & (ALL - B - DT)) | WRT }
+#endif
+}
+
+/* bam_cache_wb_reap: the submitter waits for its write's completion: success (the data
+ * moved), an error status (nothing moved), or a timeout (abandoned, moved later) */
+inline wb_reap()
+{
+	if
+	:: atomic { cphase[wc] == C_POST -> wrc = (cerr[wc] -> ERR : OK); cid_state[wc] = CID_FREE; cphase[wc] = C_IDLE; cerr[wc] = 0 }
+	:: atomic { ntimeouts < MAXTO && cid_state[wc] == CID_BUSY -> ntimeouts++; cid_state[wc] = CID_ABANDONED }; wrc = TO
+	fi;
+#ifdef BROKEN_WB_UNMAP
+	atomic { state[ws] = state[ws] & CNT; tag[ws] = NONE; data[ws] = NONE }
+#else
+	if
+	:: wrc == OK -> atomic { state[ws] = state[ws] & (ALL - WRT) }
+	:: wrc == ERR -> atomic { state[ws] = (state[ws] | DT) & (ALL - WRT) }
+	:: wrc == TO -> pending[ws] = wc + 1; atomic { state[ws] = (state[ws] | DT | PN) & (ALL - WRT) }
+	fi;
+#endif
+	atomic { wlive = 0; wrc = 0; wc = 0; ws = 0; wl = 0 }
+}
+
 /* the miss path of bam_array_line_acquire (:418-452), line lock held: out r */
 inline fill()
 {
+	once = 0;
 	pick_victim();
+	if
+	:: vs >= 0 && (state[vs] & (V | DT)) == (V | DT) && tag[vs] != NONE ->
+		/* a dirty victim: its write goes out, the fill takes another slot */
+		wb_start(); wlive = 1;
+#ifdef BROKEN_WB_SAMESLOT
+		/* the read submitted right behind the write, into the same slot */
+		atomic { state[ws] = state[ws] | B }
+#else
+		once = 1; pick_victim(); once = 0;
+		if
+		:: vs < 0 -> wb_reap(); pick_victim()
+		:: else
+		fi
+#endif
+	:: else
+	fi;
 	if
 	:: vs < 0 -> frc = EBUSY
 	:: else ->
@@ -460,7 +544,8 @@ inline fill()
 	if
 	:: frc == OK -> xlat[l] = vs; r = vs                      /* :445 */
 	:: else -> xlat[l] = FAILED; r = -1                     /* its waiters fail with it */
-	fi
+	fi;
+	if :: wlive -> wb_reap() :: else fi                       /* after the publish */
 }
 
 /* bam_array_line_acquire (:403-462) with n = 1: in l; out r */
@@ -502,14 +587,14 @@ inline line_acquire()
 }
 
 /* scratch locals back to 0 once an access is over (smaller state vectors) */
-#define RESET_SCRATCH e = 0; t = 0; k = 0; iter = 0; ps = 0; rs = 0; es = 0; et = 0; io_op = 0; io_line = 0; \
+#define RESET_SCRATCH once = 0; e = 0; t = 0; k = 0; iter = 0; ps = 0; rs = 0; es = 0; et = 0; io_op = 0; io_line = 0; \
 	io_s = 0; iorc = 0; erc = 0; frc = 0; cc = 0; ci = 0; rrec = 0; fin = 0; vs = 0; st = 0; old = 0; \
 	rst = 0; est = 0; rclear = 0; ok = 0; got = 0; rret = 0; rlock = 0; pd = 0; rhelp = 0; sawf = 0
 
 #define LOCALS \
-	byte l, e, t, k, iter, ps, rs, es, et, io_op, io_line, io_s, iorc, erc, frc, cc, ci, rrec, fin; \
+	byte l, e, t, k, iter, ps, rs, es, et, io_op, io_line, io_s, iorc, erc, frc, cc, ci, rrec, fin, wc, ws, wl, wrc; \
 	int r, vs, st, old, rst, est, rclear; \
-	bool ok, got, rret, rlock, pd, rhelp, sawf
+	bool ok, got, rret, rlock, pd, rhelp, sawf, once, wlive
 
 proctype Thread()
 {
@@ -522,11 +607,15 @@ proctype Thread()
 		if
 		:: r >= 0 ->
 			assert(data[r] == l && tag[r] == l);       /* (1): the element read */
+			assert(dver[r] == lver[l]);                /* (6): the newest store, never stale media */
 #ifdef WRITES
 			if
 			:: skip
-			:: (state[r] & DT) == 0 -> atomic { state[r] = state[r] | DT }   /* mark_dirty :649-653 */
-			:: (state[r] & DT) != 0 -> skip
+			:: atomic { lver[l]++; dver[r] = lver[l] };   /* a store */
+			   if
+			   :: (state[r] & DT) == 0 -> atomic { state[r] = state[r] | DT }   /* mark_dirty :649-653 */
+			   :: (state[r] & DT) != 0 -> skip
+			   fi
 			fi;
 #endif
 			atomic { state[r] = state[r] - 1; gcnt[r]--; users[r]--; RESET_SCRATCH; r = 0; l = 0; n++ }  /* bam_slot_put */
@@ -555,6 +644,15 @@ proctype Flusher()
 			:: (st & RT) != 0 ->                      /* :840-844 */
 				rs = s; rhelp = 1; reclaim();
 				if :: rret -> set_flags(s, 0, 0) :: else fi;
+				stop = 1
+			:: else
+			fi;
+			if
+			:: (st & WRT) != 0 ->                     /* a write-back in flight: wait for its reap */
+				if
+				:: (state[s] & WRT) == 0 -> again = 1
+				:: stop = 1                       /* deadline: -ETIMEDOUT */
+				fi;
 				stop = 1
 			:: else
 			fi;
@@ -630,9 +728,13 @@ inline xfer(c)
 	if
 	:: ckind[c] == RD ->
 		atomic { assert(gen[cslot[c]] == cgen[c] && users[cslot[c]] == 0); data[cslot[c]] = JUNK };
-		atomic { assert(gen[cslot[c]] == cgen[c] && users[cslot[c]] == 0); data[cslot[c]] = cline[c]; cphase[c] = C_POST }
+		atomic { assert(gen[cslot[c]] == cgen[c] && users[cslot[c]] == 0); data[cslot[c]] = cline[c]; dver[cslot[c]] = media[cline[c]]; cphase[c] = C_POST }
 	:: ckind[c] == WR ->
-		atomic { assert(gen[cslot[c]] == cgen[c] && data[cslot[c]] == cline[c]); wb_late[cline[c]] = 0; cphase[c] = C_POST }
+		atomic { assert(gen[cslot[c]] == cgen[c] && data[cslot[c]] == cline[c]); wb_late[cline[c]] = 0; media[cline[c]] = dver[cslot[c]]; cphase[c] = C_POST }
+#ifndef NOERR
+	:: ckind[c] == WR ->                                      /* an error status: nothing written */
+		atomic { assert(gen[cslot[c]] == cgen[c]); wb_late[cline[c]] = 0; cerr[c] = 1; cphase[c] = C_POST }
+#endif
 	fi
 }
 
@@ -653,8 +755,11 @@ active proctype Controller()
 		:: l < NL ->
 			assert(xlat[l] != FILLING);
 			if
-			:: xlat[l] < NS -> assert((state[xlat[l]] & V) && tag[xlat[l]] == l && data[xlat[l]] == l)
-			:: else
+			:: xlat[l] < NS -> assert((state[xlat[l]] & V) && tag[xlat[l]] == l && data[xlat[l]] == l);
+				/* (7) the slot holds the newest store; a clean one is on the media */
+				assert(dver[xlat[l]] == lver[l]);
+				assert((state[xlat[l]] & DT) || media[l] == lver[l])
+			:: else -> assert(media[l] == lver[l])     /* (7) nothing lost */
 			fi;
 			l++
 		:: l >= NL -> break
@@ -664,6 +769,7 @@ active proctype Controller()
 		:: s < NS ->
 			assert((state[s] & CNT) == 0 && gcnt[s] == 0 && users[s] == 0);
 			assert((state[s] & B) == 0 || (state[s] & FLAGMASK) == RETIRED);
+			assert((state[s] & WRT) == 0);             /* every write-back reaped */
 			if
 			:: (state[s] & V) -> assert(tag[s] < NL && xlat[tag[s]] == s && data[s] == tag[s])
 			:: else -> assert(tag[s] == NONE)
@@ -698,7 +804,7 @@ init
 		od;
 #ifdef FLUSH
 		/* slot 0 holds line 0, dirty */
-		state[0] = V | DT; tag[0] = 0; data[0] = 0; xlat[0] = 0;
+		state[0] = V | DT; tag[0] = 0; data[0] = 0; xlat[0] = 0; lver[0] = 1; dver[0] = 1;
 #endif
 		i = 0;
 		do

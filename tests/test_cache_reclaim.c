@@ -252,7 +252,12 @@ static void test_writeback_timeouts_unpinned(void **state)
 	struct env e;
 	char be[128];
 	snprintf(be, sizeof(be), "emu:size=1M,delay_rate=1,delay_us=%llu", DELAY_US);
+	/* the exact counts below are those of synchronous write-backs (an eviction whose
+	 * write times out fails its access); the asynchronous write-back's timeouts:
+	 * tests/test_cache_writeback.c */
+	setenv("BAM_WB_SYNC", "1", 1);
 	env_open(&e, be, 4, 32, LONG_NS);
+	unsetenv("BAM_WB_SYNC");
 
 	/* phase A: lines 0..15 filled (slowly, within the bound) and dirtied */
 	struct job w = {.e = &e};

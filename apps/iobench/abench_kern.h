@@ -13,6 +13,8 @@ enum abench_pattern {
 	AB_RANDOM = 1, /* one random element per thread per step: mostly misses when n >> cache */
 	AB_WARP = 2,   /* a random line per warp, lanes read consecutive elements of it */
 	AB_SCAN = 3,   /* hot working set, a warp reads whole lines through line handles */
+	AB_RANDWRITE = 4, /* one random element per thread per step written: abench_value(i) + 1 */
+	AB_RMW = 5,    /* one random element per thread per step: atomic add of 1 */
 };
 
 struct abench_args {
@@ -54,6 +56,14 @@ BAM_HD_INLINE int abench_step(const struct abench_args *g, uint64_t tid, uint64_
 	uint64_t i;
 	if (g->pattern == AB_HOT) {
 		i = (tid + k * g->threads) % g->ws;
+	} else if (g->pattern == AB_RANDWRITE || g->pattern == AB_RMW) {
+		i = bench_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
+		const int rc = g->pattern == AB_RMW ? bam_array_atomic_add_u64(g->a, i, 1, NULL)
+			       : g->coalesce      ? bam_array_warp_write_u64(g->a, i, abench_value(i) + 1)
+						  : bam_array_write_u64(g->a, i, abench_value(i) + 1);
+		if (rc)
+			(*errs)++;
+		return rc;
 	} else if (g->pattern == AB_RANDOM) {
 		i = bench_mix64(g->seed ^ (tid << 24) ^ k) % g->n_elems;
 	} else {

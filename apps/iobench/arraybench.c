@@ -23,7 +23,8 @@
 #endif
 
 _Static_assert((int)BAM_ARRAYBENCH_HOT == (int)AB_HOT && (int)BAM_ARRAYBENCH_RANDOM == (int)AB_RANDOM &&
-		       (int)BAM_ARRAYBENCH_WARP == (int)AB_WARP && (int)BAM_ARRAYBENCH_SCAN == (int)AB_SCAN,
+		       (int)BAM_ARRAYBENCH_WARP == (int)AB_WARP && (int)BAM_ARRAYBENCH_SCAN == (int)AB_SCAN &&
+		       (int)BAM_ARRAYBENCH_RANDWRITE == (int)AB_RANDWRITE && (int)BAM_ARRAYBENCH_RMW == (int)AB_RMW,
 	       "patterns");
 
 void bam_arraybench_opts_init(struct bam_arraybench_opts *o)
@@ -78,6 +79,35 @@ static void fill_fn(void *arg, uint64_t t)
 	if (rc)
 		f->rc = rc;
 	free(b);
+}
+
+/* After a write pattern's flush: the media, element by element. RANDWRITE: every
+ * element abench_value(i) or that + 1 (written); RMW: the increments sum to the adds
+ * made ('adds'). Counts what is off in *bad. 0 or the media read's error. */
+static int write_check(struct bam_array *arr, uint64_t n, uint32_t pattern, uint64_t adds, uint64_t *bad)
+{
+	const uint64_t chunk = 1u << 20;
+	uint64_t *b = malloc(chunk * 8), sum = 0, off = 0;
+	if (!b)
+		return -ENOMEM;
+	for (uint64_t first = 0; first < n; first += chunk) {
+		const uint64_t cnt = n - first < chunk ? n - first : chunk;
+		int rc = bam_array_media_read(arr, first, b, cnt);
+		if (rc) {
+			free(b);
+			return rc;
+		}
+		for (uint64_t k = 0; k < cnt; k++) {
+			const uint64_t d = b[k] - abench_value(first + k);
+			sum += d;
+			off += pattern == AB_RANDWRITE && d > 1;
+		}
+	}
+	free(b);
+	if (pattern == AB_RMW && sum != adds)
+		off++;
+	*bad = off;
+	return 0;
 }
 
 static int run_kernel(struct bam_ctx *ctx, struct abench_args *a, double *secs)
@@ -249,6 +279,20 @@ int bam_arraybench_run(const struct bam_arraybench_opts *o, struct bam_arraybenc
 	}
 	if ((rc = run_kernel(ctx, &a, &secs)))
 		goto out;
+	const int writes = pattern == AB_RANDWRITE || pattern == AB_RMW;
+	double fsecs = 0;
+	uint64_t write_bad = 0;
+	int frc = 0;
+	if (writes) {
+		/* the writes are on the media only after the flush: timed with the run */
+		const double f0 = (double)bam_time_ns() / 1e9;
+		frc = bam_cache_flush(cache);
+		fsecs = (double)bam_time_ns() / 1e9 - f0;
+		if ((rc = write_check(arr, n, pattern, threads * steps, &write_bad))) {
+			rc = ib_fail(err, errlen, rc, "reading the array back from the media failed");
+			goto out;
+		}
+	}
 	uint64_t res[3];
 	bam_mem_copy(ctx, res, counters, 24);
 	bam_array_stats(arr, &r->stats);
@@ -275,8 +319,20 @@ int bam_arraybench_run(const struct bam_arraybench_opts *o, struct bam_arraybenc
 	r->errors = res[1];
 	r->reads_not_attempted = res[2];
 	r->hbm_bps = base_bps;
+	if (writes) {
+		r->flush_seconds = fsecs;
+		r->seconds_with_flush = secs + fsecs;
+		r->writes_per_s = reads / r->seconds_with_flush;
+		r->storage_write_iops = (double)r->stats.c.writebacks / r->seconds_with_flush;
+		r->wrong_values += write_bad;
+		res[0] += write_bad;
+	}
 	r->complete = 1;
 	rc = 0;
+	if (frc) {
+		rc = ib_fail(err, errlen, -EIO, "the flush failed: %s", bam_strerror(frc));
+		goto out;
+	}
 	if (res[0] || res[1])
 		rc = ib_fail(err, errlen, -EIO, "%llu wrong values, %llu errors%s", (unsigned long long)res[0],
 			     (unsigned long long)res[1], res[2] ? " (a read timed out: the run stopped)" : "");

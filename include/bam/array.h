@@ -41,6 +41,11 @@
 
 #define BAM_MAX_ARRAYS   64
 #define BAM_CNT_SHARDS   64
+/* bam_array_dev.flags: opened read-only (bam_array_opts.read_only): its lines are never
+ * dirty; every write through it (write, atomic add, write handles) returns -EPERM,
+ * recorded in bam_dev.error, and changes nothing. A store through a pointer from
+ * bam_array_ref (a read reference) is outside the API: it is not written back. */
+#define BAM_ARRAY_F_RDONLY 1u
 
 enum bam_layout {
 	BAM_LAYOUT_STRIPE = 0,    /* line l on controller l mod k, consecutive per controller */
@@ -49,7 +54,7 @@ enum bam_layout {
 
 struct bam_cache_dev;
 
-/* One counter shard, padded to a 128-byte cache line of its own. */
+/* One counter shard, padded to two 128-byte cache lines of its own. */
 struct bam_cnt_shard {
 	struct bam_array_counters c;
 	/* built with -DBAM_PROFILE_FILL only (a developer's tool; bam_array_stats prints
@@ -57,7 +62,7 @@ struct bam_cnt_shard {
 	 * completion), in whole fills, waiting for another thread's fill; such waits;
 	 * ns in the submissions alone. Each a clock read or two per fill. */
 	uint64_t prof[6];
-	uint64_t pad[16 - sizeof(struct bam_array_counters) / 8 - 6];
+	uint64_t pad[32 - sizeof(struct bam_array_counters) / 8 - 6];
 };
 
 /* One array as kernels see it. */
@@ -76,6 +81,8 @@ struct bam_array_dev {
 	uint64_t base_lba;        /* first LBA of the array on each of its controllers */
 	uint32_t lba_shift;
 	uint32_t priority;        /* 1: its lines are kept before others (BAM_SLOT_KEEP) */
+	uint32_t flags;           /* BAM_ARRAY_F_*: BAM_ARRAY_F_RDONLY (opened read-only) */
+	uint32_t flags_pad;
 	/* counters, sharded by SM so that concurrent warps do not all hit one address;
 	 * bam_array_stats sums them */
 	struct bam_cnt_shard cnt[BAM_CNT_SHARDS];
@@ -97,7 +104,8 @@ struct bam_cache_dev {
 	uint32_t wake_seq;        /* CPU target: the sleepers' futex word, bumped by a
 				   * reference drop that leaves a slot unreferenced while
 				   * any thread sleeps (bam_slot_put) */
-	uint32_t pad;
+	uint32_t wb_sync;         /* 1: dirty victims are written back synchronously
+				   * (BAM_WB_SYNC=1 at bam_cache_create; to compare) */
 	struct bam_array_dev *arrays[BAM_MAX_ARRAYS];
 };
 
@@ -185,11 +193,12 @@ BAM_HD_INLINE void bam_array_count_accesses(struct bam_array_dev *a, uint32_t n)
 /* ---- element access ---------------------------------------------------------------- */
 
 /*
- * Pointer to element i with a reference on its line, per thread (no coalescing).
- * Returns the slot (>= 0; release it with bam_slot_put(a->cache, slot, 1)) or a
+ * Pointer to element i with a reference on its line, per thread (no coalescing);
+ * 'mode' as bam_array_line_acquire_ex (BAM_ACQ_WRITE for a store: the caller then
+ * marks the slot dirty, bam_slot_mark_dirty). Returns the slot (>= 0; release it with bam_slot_put(a->cache, slot, 1)) or a
  * negative errno (-ERANGE if i >= n_elems; see bam_array_line_acquire).
  */
-BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **p)
+BAM_HD_INLINE int64_t bam_array_ref_ex(struct bam_array_dev *a, uint64_t i, void **p, uint32_t mode)
 {
 	if (i >= a->n_elems) {
 		bam_dev_record_error(a->io, -ERANGE, 0);
@@ -198,11 +207,17 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
 	struct bam_cache_dev *c = a->cache;
 	uint64_t byte = i << a->elem_shift;
 	uint64_t l = byte >> c->line_shift;
-	int64_t s = bam_array_line_acquire(a, l, 1, i);
+	int64_t s = bam_array_line_acquire_ex(a, l, 1, i, mode);
 	if (s >= 0)
 		*p = c->lines + ((uint64_t)s << c->line_shift) + (byte & (c->line_size - 1));
 	bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, 1);
 	return s;
+}
+
+/* bam_array_ref_ex for reading (BAM_ACQ_READ). */
+BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **p)
+{
+	return bam_array_ref_ex(a, i, p, BAM_ACQ_READ);
 }
 
 
@@ -212,19 +227,19 @@ BAM_HD_INLINE int64_t bam_array_ref(struct bam_array_dev *a, uint64_t i, void **
  * member and the slot is broadcast. Synchronises the active threads of the warp.
  */
 BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
-						   uint32_t *group, uint32_t *leader_out, int try_only);
+						   uint32_t *group, uint32_t *leader_out, int try_only, uint32_t mode);
 
 BAM_HD_INLINE int64_t bam_array_warp_ref_group(struct bam_array_dev *a, uint64_t i, void **p,
 						uint32_t *group, uint32_t *leader_out)
 {
-	return bam_array_warp_ref_group_ex(a, i, p, group, leader_out, 0);
+	return bam_array_warp_ref_group_ex(a, i, p, group, leader_out, 0, BAM_ACQ_READ);
 }
 
 /* try_only: take the line only if it is cached now (bam_array_line_try_acquire), else
  * -EAGAIN for the group; no accesses counted either way (the caller counts the
- * elements it reads through the line) */
+ * elements it reads through the line). mode: BAM_ACQ_* (not with try_only). */
 BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint64_t i, void **p,
-						   uint32_t *group, uint32_t *leader_out, int try_only)
+						   uint32_t *group, uint32_t *leader_out, int try_only, uint32_t mode)
 {
 	struct bam_cache_dev *c = a->cache;
 	int oob = i >= a->n_elems;
@@ -242,7 +257,8 @@ BAM_HD_INLINE int64_t bam_array_warp_ref_group_ex(struct bam_array_dev *a, uint6
 	uint32_t leader = bam_warp_leader(mask);
 	int64_t s = -ERANGE;
 	if (!oob && bam_lane_id() == leader) {
-		s = try_only ? bam_array_line_try_acquire(a, l, bam_popc(mask)) : bam_array_line_acquire(a, l, bam_popc(mask), i);
+		s = try_only ? bam_array_line_try_acquire(a, l, bam_popc(mask))
+			     : bam_array_line_acquire_ex(a, l, bam_popc(mask), i, mode);
 		if (!try_only)
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).accesses, bam_popc(mask));
 	}
@@ -287,7 +303,11 @@ BAM_HD_INLINE void bam_slot_mark_dirty(struct bam_cache_dev *c, uint64_t s)
  *   int bam_array_atomic_add_T(a, i, T v, T *old)   (old may be NULL)
  * for T in u32 (uint32_t), u64 (uint64_t), i32, i64, f32 (float), f64 (double).
  * 'i' is an element index; the array's elem_size must equal sizeof(T).
- * Return 0 or a negative errno (-ERANGE, -ETIMEDOUT, -EBUSY, -EIO); on error *out is 0.
+ * Return 0 or a negative errno (-ERANGE, -ETIMEDOUT, -EBUSY, -EIO; writes: -EPERM on a
+ * read-only array); on error *out is 0. A write that misses reads its line first
+ * (counted in partial_write_fetches): a whole line is stored without that read through
+ * a write handle (bam_line_warp_get_overwrite). (A warp's 32 elements never cover a
+ * line: lines are 512 bytes at least.)
  */
 #define BAM_ARRAY_ACCESSORS(SUF, T)                                                              \
 	BAM_HD_INLINE int bam_array_read_##SUF(struct bam_array_dev *a, uint64_t i, T *out)      \
@@ -314,7 +334,7 @@ BAM_HD_INLINE void bam_slot_mark_dirty(struct bam_cache_dev *c, uint64_t s)
 	BAM_HD_INLINE int bam_array_write_##SUF(struct bam_array_dev *a, uint64_t i, T v)        \
 	{                                                                                        \
 		void *p = 0;                                                                     \
-		int64_t s = bam_array_ref(a, i, &p);                                             \
+		int64_t s = bam_array_ref_ex(a, i, &p, BAM_ACQ_WRITE);                           \
 		if (s < 0)                                                                       \
 			return (int)s;                                                           \
 		*(volatile T *)p = v;                                                            \
@@ -326,7 +346,7 @@ BAM_HD_INLINE void bam_slot_mark_dirty(struct bam_cache_dev *c, uint64_t s)
 	{                                                                                        \
 		void *p = 0;                                                                     \
 		uint32_t g, l;                                                                   \
-		int64_t s = bam_array_warp_ref_group(a, i, &p, &g, &l);                          \
+		int64_t s = bam_array_warp_ref_group_ex(a, i, &p, &g, &l, 0, BAM_ACQ_WRITE);     \
 		if (s >= 0) {                                                                    \
 			*(volatile T *)p = v;                                                    \
 			if (bam_lane_id() == l)                                                  \
@@ -388,7 +408,7 @@ BAM_HD_INLINE double bam_host_fadd_f64(double *p, double v)
 	BAM_HD_INLINE int bam_array_atomic_add_##SUF(struct bam_array_dev *a, uint64_t i, T v, T *old) \
 	{                                                                                             \
 		void *p = 0;                                                                          \
-		int64_t s = bam_array_ref(a, i, &p);                                                  \
+		int64_t s = bam_array_ref_ex(a, i, &p, BAM_ACQ_WRITE);                                \
 		if (s < 0)                                                                            \
 			return (int)s;                                                                \
 		T o = (T)OP(p, v);                                                                    \
@@ -413,6 +433,7 @@ struct bam_line {
 	uint64_t first, end;      /* element range [first, end) held */
 	int64_t slot;             /* -1 = none */
 	uint32_t group, leader;   /* bam_line_warp_get: lanes that share the acquisition */
+	uint32_t write;           /* taken for writing: the put marks the line dirty */
 };
 
 /* The index of the cache line (line_size bytes, counted from the array's first byte)
@@ -448,14 +469,19 @@ BAM_HD_INLINE int bam_line_get(struct bam_array_dev *a, struct bam_line *h, uint
 		return (int)s;
 	bam_line_set(a, h, i, s, p);
 	h->group = 0;
+	h->write = 0;
 	return 0;
 }
 
 BAM_HD_INLINE void bam_line_put(struct bam_array_dev *a, struct bam_line *h)
 {
-	if (h->slot >= 0)
+	if (h->slot >= 0) {
+		if (h->write)
+			bam_slot_mark_dirty(a->cache, (uint64_t)h->slot);
 		bam_slot_put(a->cache, (uint64_t)h->slot, 1);
+	}
 	h->slot = -1;
+	h->write = 0;
 }
 
 /*
@@ -468,11 +494,30 @@ BAM_HD_INLINE void bam_line_put(struct bam_array_dev *a, struct bam_line *h)
  * group), or per thread with bam_line_put. Returns 0 or a negative errno
  * (-ERANGE if i >= n_elems; see bam_array_line_acquire); on error h holds nothing.
  */
-BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line *h, uint64_t i, int try_only);
+BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line *h, uint64_t i, int try_only,
+					uint32_t mode);
 
 BAM_HD_INLINE int bam_line_warp_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
 {
-	return bam_line_warp_get_ex(a, h, i, 0);
+	return bam_line_warp_get_ex(a, h, i, 0, BAM_ACQ_READ);
+}
+
+/*
+ * Write handles: bam_line_warp_get for storing into the line through
+ * (void *)h->data; the put (bam_line_warp_put / bam_line_put) marks the line dirty.
+ *   _write:     part of the line: a miss reads it from storage first.
+ *   _overwrite: the caller's stores cover every element of [h->first, h->end) before
+ *               any thread reads the line: a miss takes a slot without reading storage
+ *               (counted in fills_avoided); until those stores, its bytes are undefined.
+ * -EPERM on a read-only array; other errors as bam_line_warp_get.
+ */
+BAM_HD_INLINE int bam_line_warp_get_write(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
+{
+	return bam_line_warp_get_ex(a, h, i, 0, BAM_ACQ_WRITE);
+}
+BAM_HD_INLINE int bam_line_warp_get_overwrite(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
+{
+	return bam_line_warp_get_ex(a, h, i, 0, BAM_ACQ_OVERWRITE);
 }
 
 /* bam_line_warp_get that takes the line only if it is cached now: -EAGAIN (h holds
@@ -481,21 +526,24 @@ BAM_HD_INLINE int bam_line_warp_get(struct bam_array_dev *a, struct bam_line *h,
  * element accesses (bam_array_count_accesses is the caller's). */
 BAM_HD_INLINE int bam_line_warp_try_get(struct bam_array_dev *a, struct bam_line *h, uint64_t i)
 {
-	return bam_line_warp_get_ex(a, h, i, 1);
+	return bam_line_warp_get_ex(a, h, i, 1, BAM_ACQ_READ);
 }
 
-BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line *h, uint64_t i, int try_only)
+BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line *h, uint64_t i, int try_only,
+					uint32_t mode)
 {
 	void *p = 0;
 	uint32_t g, l;
-	int64_t s = bam_array_warp_ref_group_ex(a, i, &p, &g, &l, try_only);
+	int64_t s = bam_array_warp_ref_group_ex(a, i, &p, &g, &l, try_only, mode);
 	h->slot = -1;
 	h->group = 0;
+	h->write = 0;
 	if (s < 0)
 		return (int)s;
 	bam_line_set(a, h, i, s, p);
 	h->group = g;
 	h->leader = l;
+	h->write = mode != BAM_ACQ_READ;
 	return 0;
 }
 
@@ -504,9 +552,15 @@ BAM_HD_INLINE int bam_line_warp_get_ex(struct bam_array_dev *a, struct bam_line 
 BAM_HD_INLINE void bam_line_warp_put(struct bam_array_dev *a, struct bam_line *h)
 {
 	if (h->slot >= 0 && h->group) {
+		/* the members' stores before the leader's mark: the warp barrier in
+		 * bam_array_warp_put orders them; the leader marks, then drops */
+		bam_warp_sync(h->group);
+		if (h->write && bam_lane_id() == h->leader)
+			bam_slot_mark_dirty(a->cache, (uint64_t)h->slot);
 		bam_array_warp_put(a, h->slot, h->group, h->leader);
 		h->slot = -1;
 		h->group = 0;
+		h->write = 0;
 	} else {
 		bam_line_put(a, h);
 	}

@@ -21,6 +21,9 @@ BAM_EXTERN_C_BEGIN
 struct bam_cache;
 struct bam_array;
 
+/* Environment at bam_cache_create: BAM_WB_SYNC=1 makes evictions write dirty lines
+ * back synchronously (the thread waits for the write before its read), as before the
+ * asynchronous write-back: to compare the two. */
 struct bam_cache_opts {
 	uint64_t capacity;   /* bytes of cache (rounded down to whole lines); >= 1 line */
 	uint32_t line_size;  /* bytes per line: a power of two, 512 B to 64 KiB, a multiple of every controller's LBA size */
@@ -47,7 +50,10 @@ BAM_API uint64_t bam_cache_lines(const struct bam_cache *c);
 BAM_API uint32_t bam_cache_line_size(const struct bam_cache *c);
 /* Write every dirty line of every array back to storage (a kernel on the target;
  * call it when no kernel writes through the cache). After it returns 0 the media
- * holds exactly what was written. A line whose earlier write-back timed out is written
+ * holds exactly what was written. Write-backs in flight (asynchronous eviction,
+ * bam/detail/cache_slots.h BAM_SLOT_WRITING) are waited for first; a line whose
+ * write-back failed is still dirty: written here, its error returned if that fails
+ * again. A line whose earlier write-back timed out is written
  * again only once that command has completed: the flush waits for it, up to the
  * context's timeout. Slots given back on the way: as bam_cache_reclaim. Returns 0 or
  * the first error (-EIO, -ETIMEDOUT: a write-back timed out, or an earlier one is
@@ -84,6 +90,10 @@ struct bam_array_opts {
 				 * normal lines under pressure; for a small array read again and
 				 * again (BFS's offsets). Not a pin: a cache full of them still
 				 * evicts. Other values: -EINVAL */
+	uint32_t read_only;     /* 1: opened read-only (BAM_ARRAY_F_RDONLY, bam/array.h): its
+				 * lines are never dirty, never written back; a write through
+				 * the array API returns -EPERM (recorded as the device's
+				 * error) and changes nothing. 0: read-write. Other values: -EINVAL */
 };
 
 /* Create an array in cache c. Returns 0, -EINVAL (bad sizes; does not fit on the

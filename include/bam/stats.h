@@ -32,6 +32,11 @@ struct bam_array_counters {
 	uint64_t bytes_written;   /* bytes written to storage */
 	uint64_t errors;          /* failed accesses */
 	uint64_t accesses;        /* element accesses (threads) */
+	uint64_t fills_avoided;   /* line misses for a whole-line store (BAM_ACQ_OVERWRITE):
+				   * a slot taken without reading storage */
+	uint64_t partial_write_fetches; /* line misses for a store into part of a line:
+				   * the line read from storage first */
+	uint64_t writeback_errors; /* write-backs that failed (the line kept dirty) */
 };
 
 #endif /* BAM_STATS_H */

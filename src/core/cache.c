@@ -123,6 +123,10 @@ int bam_cache_create(struct bam_ctx *ctx, const struct bam_cache_opts *o, struct
 		c->h.line_shift++;
 	c->h.n_slots = n;
 	c->h.io = bam_ctx_dev(ctx);
+	{
+		const char *ws = getenv("BAM_WB_SYNC");
+		c->h.wb_sync = ws && ws[0] == '1';
+	}
 	c->h.lines = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * ls);
 	c->h.state = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 4);
 	c->h.tag = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n * 8);
@@ -275,7 +279,7 @@ int bam_cache_invalidate(struct bam_cache *c)
 		goto out;
 	for (uint64_t s = 0; s < n; s++) {
 		int retired = st[s] == BAM_SLOT_RETIRED && tag[s] == BAM_TAG_NONE;
-		if (!retired && (st[s] & (BAM_SLOT_DIRTY | BAM_SLOT_BUSY | BAM_SLOT_CNT | BAM_SLOT_PINNED))) {
+		if (!retired && (st[s] & (BAM_SLOT_DIRTY | BAM_SLOT_BUSY | BAM_SLOT_CNT | BAM_SLOT_PINNED | BAM_SLOT_WRITING))) {
 			rc = -EBUSY;
 			goto out;
 		}
@@ -307,6 +311,10 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	}
 	if (o->n_elems == 0) {
 		cache_refuse(ctx, "an array needs at least one element");
+		return -EINVAL;
+	}
+	if (o->read_only > 1) {
+		cache_refuse(ctx, "array read_only %u: must be 0 (read-write) or 1 (read-only)", o->read_only);
 		return -EINVAL;
 	}
 	if (o->priority > 1) {
@@ -354,6 +362,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 	h->id = (uint32_t)id;
 	h->layout = o->layout;
 	h->priority = o->priority;
+	h->flags = o->read_only ? BAM_ARRAY_F_RDONLY : 0u;
 	h->n_ctrl = nc;
 	h->base_lba = o->base_lba;
 	uint32_t lba_size = 0;
@@ -504,6 +513,9 @@ int bam_array_stats(struct bam_array *a, struct bam_array_stats *out)
 		out->c.bytes_written += c->bytes_written;
 		out->c.errors += c->errors;
 		out->c.accesses += c->accesses;
+		out->c.fills_avoided += c->fills_avoided;
+		out->c.partial_write_fetches += c->partial_write_fetches;
+		out->c.writeback_errors += c->writeback_errors;
 	}
 #ifdef BAM_PROFILE_FILL
 	{
@@ -541,6 +553,10 @@ void bam_array_stats_print(FILE *f, const char *name, const struct bam_array_sta
 		name, (unsigned long long)s->c.accesses, (unsigned long long)s->c.hits, (unsigned long long)s->c.misses,
 		100.0 * s->hit_rate, (unsigned long long)s->c.evictions, (unsigned long long)s->c.writebacks,
 		(unsigned long long)s->c.errors);
+	if (s->c.fills_avoided || s->c.partial_write_fetches || s->c.writeback_errors)
+		fprintf(f, "  %s: whole-line writes (no fetch)=%llu partial-write fetches=%llu write-back errors=%llu\n", name,
+			(unsigned long long)s->c.fills_avoided, (unsigned long long)s->c.partial_write_fetches,
+			(unsigned long long)s->c.writeback_errors);
 	fprintf(f, "  %s: requested=%.1f MB read=%.1f MB written=%.1f MB I/O amplification=%.2fx\n", name,
 		s->c.bytes_requested / 1e6, s->c.bytes_read / 1e6, s->c.bytes_written / 1e6, s->amplification);
 }

@@ -20,7 +20,7 @@
 #include "cli_util.h"
 #include "cmds.h"
 
-static const char *const pat_names[] = {"hot", "random", "warp", "scan"};
+static const char *const pat_names[] = {"hot", "random", "warp", "scan", "randwrite", "rmw"};
 
 /* the engine's notes on stderr unless --quiet */
 static void array_msg(void *arg, enum bam_iobench_msg_kind kind, const char *text)
@@ -49,6 +49,14 @@ static void print_json(const struct bam_arraybench_opts *o, const struct bam_arr
 	cJSON_AddNumberToObject(j, "hits", (double)r->stats.c.hits);
 	cJSON_AddNumberToObject(j, "misses", (double)r->stats.c.misses);
 	cJSON_AddNumberToObject(j, "miss_iops", r->miss_iops);
+	if (o->pattern == BAM_ARRAYBENCH_RANDWRITE || o->pattern == BAM_ARRAYBENCH_RMW) {
+		cJSON_AddNumberToObject(j, "flush_seconds", r->flush_seconds);
+		cJSON_AddNumberToObject(j, "seconds_with_flush", r->seconds_with_flush);
+		cJSON_AddNumberToObject(j, "writes_per_s_with_flush", r->writes_per_s);
+		cJSON_AddNumberToObject(j, "storage_write_iops", r->storage_write_iops);
+		cJSON_AddNumberToObject(j, "storage_bytes_written", (double)r->stats.c.bytes_written);
+		cJSON_AddNumberToObject(j, "storage_bytes_read", (double)r->stats.c.bytes_read);
+	}
 	cJSON_AddNumberToObject(j, "io_amplification", r->stats.amplification);
 	cJSON_AddNumberToObject(j, "wrong_values", (double)r->wrong_values);
 	cJSON_AddNumberToObject(j, "errors", (double)r->errors);
@@ -85,6 +93,11 @@ static void print_text(const struct bam_arraybench_opts *o, const struct bam_arr
 		       bw / 1e9, r->miss_iops);
 	if (o->pattern == BAM_ARRAYBENCH_HOT || o->pattern == BAM_ARRAYBENCH_SCAN)
 		printf("  (the working set was read once before the timed run: these are hits)\n");
+	if (o->pattern == BAM_ARRAYBENCH_RANDWRITE || o->pattern == BAM_ARRAYBENCH_RMW)
+		printf("  with the flush (%.3f s): %.3f s, %.3g element writes/s; storage: %.3g line writes/s, "
+		       "%.1f MB written, %.1f MB read (the reads above count element writes)\n",
+		       r->flush_seconds, r->seconds_with_flush, r->writes_per_s, r->storage_write_iops,
+		       r->stats.c.bytes_written / 1e6, r->stats.c.bytes_read / 1e6);
 	bam_array_stats_print(stdout, "array", &r->stats);
 	printf("  wrong values=%llu errors=%llu\n", (unsigned long long)r->wrong_values, (unsigned long long)r->errors);
 	if (r->reads_not_attempted)
@@ -174,7 +187,10 @@ int bam_bench_array(int argc, char **argv)
 			       "                     one random element per thread per step: misses), warp (32\n"
 			       "                     consecutive elements of a random line per warp: coalescing),\n"
 			       "                     scan (the hot working set read line by line: each warp takes\n"
-			       "                     a line with one coalesced line handle and reads all of it)\n"
+			       "                     a line with one coalesced line handle and reads all of it),\n"
+			       "                     randwrite (one random element written per thread per step),\n"
+			       "                     rmw (one random element atomically incremented): with the\n"
+			       "                     flush timed, the storage writes counted, the media checked\n"
 			       "  --cache-size=SIZE  cache bytes (default 64M)\n"
 			       "  --line-size=SIZE   cache line bytes, a power of two from 512 to 64K (default 4K)\n"
 			       "  --coalesce=on|off  warp coalescing (default on; GPU only: on the CPU target a warp\n"

@@ -12,6 +12,7 @@ int bam_cmd_nvme(int argc, char **argv);
 int bam_cmd_table(int argc, char **argv);
 int bam_cmd_query(int argc, char **argv);
 int bam_bench_array(int argc, char **argv);
+int bam_cmd_vecadd(int argc, char **argv);
 /* the option tables of bam bench and bam bench --array (each names the other's options
  * when one is given to the wrong mode) */
 extern const struct option bench_io_options[];

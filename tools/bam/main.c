@@ -15,6 +15,7 @@ static void usage(FILE *f)
 		   "  graph import  convert a graph file (SNAP, Matrix Market, LAW graph-txt, arc list) to bam CSR\n"
 		   "  graph generate  Graph500 Kronecker generator\n"
 		   "  graph info    counts, degrees, checksum\n"
+		   "  vecadd        c = a + b with the vectors on storage (bam, tiling, host, gpu modes)\n"
 		   "  bfs GRAPH     breadth-first search through bam\n"
 		   "  cc GRAPH      connected components through bam\n"
 		   "  nvme list|bind|unbind  NVMe PCI functions, and giving one to vfio-pci for --backend=nvme:BDF\n"
@@ -80,6 +81,8 @@ static int dispatch(int argc, char **argv)
 		return cli_exit(bam_cmd_table(argc - 1, argv + 1));
 	if (!strcmp(c, "query"))
 		return cli_exit(bam_cmd_query(argc - 1, argv + 1));
+	if (!strcmp(c, "vecadd"))
+		return cli_exit(bam_cmd_vecadd(argc - 1, argv + 1));
 	if (!strcmp(c, "demo"))
 		return cli_exit(bam_cmd_demo(argc - 1, argv + 1));
 	fprintf(stderr, "bam: unknown command '%s'\n", c);

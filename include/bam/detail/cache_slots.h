@@ -56,6 +56,7 @@
 #define BAM_SLOT_PINNED  (1u << 27) /* never evicted: a write-back of it timed out */
 #define BAM_SLOT_RETIRE  (1u << 26) /* with BUSY: retired (below) */
 #define BAM_SLOT_KEEP    (1u << 25) /* holds a line of a high-priority array (bam_array_opts.priority) */
+#define BAM_SLOT_WRITING (1u << 24) /* with VALID: its write-back is in flight (below) */
 #define BAM_SLOT_CNT     0x00ffffffu
 /*
  * A slot whose fill timed out is retired: BUSY + RETIRE, holding no line; one whose
@@ -69,6 +70,30 @@
  * completion never comes (dropped, controller stopped) keeps its slot out of use.
  */
 #define BAM_SLOT_RETIRED (BAM_SLOT_BUSY | BAM_SLOT_RETIRE)
+/*
+ * Asynchronous write-back (BAM_SLOT_WRITING). A thread whose victim is dirty submits
+ * the victim's write and does not wait for it: the slot goes from BUSY|DIRTY to
+ * WRITING (VALID, unlocked, DIRTY cleared) and stays mapped to its line, so a read of
+ * the line meanwhile is a hit on the slot's bytes, the data being written: never the
+ * stale media (models/cache_slots.pml, BROKEN_WB_UNMAP, is the variant that unmaps at
+ * submission). A store meanwhile sets DIRTY again: the line is written once more later.
+ * The victim search passes WRITING slots over (two writes of one line in flight could
+ * land in either order). The thread takes another victim for its own fill (one sweep,
+ * no wait; when none is free it waits for its write and takes a slot then), submits
+ * its read, publishes its line, and only then reaps its write's completion
+ * (bam_cache_wb_reap), so the write and the read are in flight together. One write per
+ * thread: the reaper is always its submitter, once, within the command's timeout
+ * (bounded; nobody else polls the CID). Success: WRITING cleared, the line clean.
+ * Error status: DIRTY set back, WRITING cleared, the error recorded (bam_dev.error,
+ * the array's errors and writeback_errors): the line is still cached and dirty, written
+ * again by a later eviction or the flush, which reports it if it fails again. Timeout:
+ * as the synchronous write-back, the slot is PINNED (and DIRTY) with the command in
+ * pending[] (WRITING is the lock of pending[] until then). While its own write is
+ * unreaped, the thread submits with wait_credit 0 and reaps first on -EAGAIN: its
+ * unconsumed CQE may be what holds the queue's CQ head (bam/detail/qpair.h).
+ * Replicated lines (several writes) are written back synchronously, as are all lines
+ * of a cache whose wb_sync is set (BAM_WB_SYNC=1 in the environment at creation).
+ */
 
 /* pending[slot]: the command that may still touch a retired or pinned slot, 0 = none.
  * Written only by the thread holding the slot locked (BUSY), before it publishes the
@@ -141,12 +166,87 @@ BAM_HD_INLINE uint32_t bam_array_line_bytes(const struct bam_array_dev *a, uint6
 	return (uint32_t)((n + lba - 1) & ~(lba - 1));
 }
 
+/* A write-back in flight that its submitter reaps (see BAM_SLOT_WRITING). */
+struct bam_wb {
+	struct bam_io io;
+	struct bam_array_dev *a; /* the line's array */
+	uint64_t slot;
+	uint32_t ctrl;
+	uint32_t bytes;
+	int live;                /* submitted, not yet reaped */
+};
+
+/* Wait for the completion of the caller's write-back w (if live) and settle its slot:
+ * clean (WRITING cleared), or dirty again after an error status (and PINNED after a
+ * timeout), the error recorded. Returns 0 or the write's error (-EIO, -ETIMEDOUT).
+ * Bounded by the command's timeout. */
+BAM_HD_INLINE int bam_cache_wb_reap(struct bam_wb *w)
+{
+	if (!w->live)
+		return 0;
+	w->live = 0;
+	struct bam_array_dev *a = w->a;
+	struct bam_cache_dev *c = a->cache;
+	const uint64_t s = w->slot;
+	uint16_t status = 0;
+	int rc = bam_dev_io_wait(&w->io, &status);
+	if (!rc && status)
+		rc = -EIO;
+	uint32_t set = 0;
+	if (!rc) {
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).writebacks, 1);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).bytes_written, w->bytes);
+	} else {
+		if (rc == -ETIMEDOUT) {
+			/* the controller may still read the slot: pin it (the record first;
+			 * the CAS below publishes it) */
+			bam_store_relaxed_u64(&c->pending[s], bam_pend_make(w->ctrl, (uint32_t)(w->io.qp - a->io->ctrl[w->ctrl].qps),
+									   w->io.cid, 0));
+			set = BAM_SLOT_PINNED;
+		}
+		set |= BAM_SLOT_DIRTY;
+		bam_dev_record_error(a->io, rc, status);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).writeback_errors, 1);
+	}
+	/* DIRTY (on error) and the end of WRITING in one step: the slot is never seen
+	 * clean and idle with its data not on the media */
+	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+	for (;;) {
+		const uint32_t seen = bam_cas_acq_rel_gpu_u32(&c->state[s], st, (st | set) & ~BAM_SLOT_WRITING);
+		if (seen == st)
+			break;
+		st = seen;
+	}
+#if !BAM_ON_GPU
+	/* a slot came free for threads asleep in the victim search */
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST))
+		bam_cpu_futex_wake(&c->wake_seq);
+#endif
+	return rc;
+}
+
+/* Submit one command of a line's I/O: while the caller's own write-back 'own' is
+ * unreaped, without waiting for a credit, reaping it first when the queue pair is
+ * full (its CQE may hold the CQ head). */
+BAM_HD_INLINE int bam_line_submit(struct bam_dev *d, uint32_t ctrl, uint64_t hint, uint8_t opc, uint64_t lba,
+				  uint32_t nlb, uint64_t addr, uint64_t prp, struct bam_io *io, struct bam_wb *own)
+{
+	if (own && own->live) {
+		int rc = bam_dev_io_submit_ex(d, ctrl, hint, opc, lba, nlb, addr, prp, io, 0);
+		if (rc != -EAGAIN)
+			return rc;
+		bam_cache_wb_reap(own);
+	}
+	return bam_dev_io_submit(d, ctrl, hint, opc, lba, nlb, addr, prp, io);
+}
+
 /* Read (opc READ) or write line l to/from slot s. Writes go to every replica. With
  * 'later' set (a read), a completed command's queue pair is left for the caller to
  * help along (bam_dev_io_help_lazy(later)) once it has published the line; later->qp
  * is NULL when there is nothing to help. */
 BAM_HD_INLINE int bam_array_line_io_ex(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
-				       uint64_t hint, uint16_t *status, struct bam_io *later)
+				       uint64_t hint, uint16_t *status, struct bam_io *later, struct bam_wb *own)
 {
 	if (later)
 		later->qp = NULL;
@@ -162,7 +262,7 @@ BAM_HD_INLINE int bam_array_line_io_ex(struct bam_array_dev *a, uint64_t l, uint
 		struct bam_io io;
 		bam_array_place(a, l, first + r, &ctrl, &lba);
 		const uint64_t ps0 = BAM_PROF_T();
-		int rc = bam_dev_io_submit(a->io, ctrl, hint, opc, lba, bytes >> a->lba_shift, addr, prp, &io);
+		int rc = bam_line_submit(a->io, ctrl, hint, opc, lba, bytes >> a->lba_shift, addr, prp, &io, own);
 		BAM_PROF(a, 5, BAM_PROF_T() - ps0);
 		const int queued = rc == 0;
 		if (queued && later && reps == 1) {
@@ -193,7 +293,7 @@ BAM_HD_INLINE int bam_array_line_io_ex(struct bam_array_dev *a, uint64_t l, uint
 BAM_HD_INLINE int bam_array_line_io(struct bam_array_dev *a, uint64_t l, uint64_t s, uint8_t opc,
 				    uint64_t hint, uint16_t *status)
 {
-	return bam_array_line_io_ex(a, l, s, opc, hint, status, NULL);
+	return bam_array_line_io_ex(a, l, s, opc, hint, status, NULL, NULL);
 }
 
 /* ---- slots ------------------------------------------------------------------------ */
@@ -340,7 +440,8 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
  * than a timeout while others fill and release lines, and an absolute bound failed its
  * read (-EBUSY) while the run went on; a cache whose slots stay referenced with no I/O
  * anywhere (every holder waiting) still fails after one timeout.
- * Retired and pinned slots met on the way are given back when their command is known
+ * 'once': return -EAGAIN after one fruitless sweep instead of waiting.
+ * WRITING slots (write-back in flight) are passed over. Retired and pinned slots met on the way are given back when their command is known
  * complete; after a fruitless sweep, helping their queues' CQ heads along. A REF bit
  * the hand passes is cleared by an atomic and nobody waits for (REF is only the
  * second-chance hint; a CAS from the value read cost a round trip per position).
@@ -350,7 +451,7 @@ BAM_HD_INLINE int bam_cache_slot_reclaim(struct bam_cache_dev *c, uint64_t s, in
  * the H200: 32 positions, kron26 BFS read 5% more; 4 positions passed, kron22 CC read
  * 8% more; results/history/graph.md). */
 BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t deadline, const uint32_t *progress,
-					     uint64_t timeout_ns)
+					     uint64_t timeout_ns, int once)
 {
 	uint32_t iter = 0, kept = 0, seen = progress ? bam_load_relaxed_u32(progress) : 0;
 	for (;;) {
@@ -358,7 +459,7 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 		for (uint64_t k = 0; k < 2 * c->n_slots; k++) {
 			uint64_t s = bam_fetch_add_relaxed_gpu_u64(&c->hand, 1) % c->n_slots;
 			uint32_t st = bam_load_relaxed_u32(&c->state[s]);
-			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED)) || (st & BAM_SLOT_CNT)) {
+			if ((st & (BAM_SLOT_BUSY | BAM_SLOT_PINNED | BAM_SLOT_WRITING)) || (st & BAM_SLOT_CNT)) {
 				if ((st & (BAM_SLOT_RETIRE | BAM_SLOT_PINNED)) && bam_cache_slot_reclaim(c, s, iter > 0))
 					return (int64_t)s;
 				continue;
@@ -373,7 +474,10 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 				return (int64_t)s;
 		}
 		/* every slot referenced or busy: wait for releases, bounded by the device's
-		 * progress */
+		 * progress ('once': the caller has a write-back of its own in flight and
+		 * reaps it instead) */
+		if (once)
+			return -EAGAIN;
 		const uint32_t pr = progress ? bam_load_relaxed_u32(progress) : 0;
 		if (pr != seen) {
 			seen = pr;
@@ -392,7 +496,7 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 			int any = 0;
 			for (uint64_t k = 0; k < c->n_slots && !any; k++)
 				any = !(__atomic_load_n(&c->state[k], __ATOMIC_SEQ_CST) &
-					(BAM_SLOT_BUSY | BAM_SLOT_PINNED | BAM_SLOT_CNT));
+					(BAM_SLOT_BUSY | BAM_SLOT_PINNED | BAM_SLOT_WRITING | BAM_SLOT_CNT));
 			if (!any)
 				bam_cpu_futex_wait(&c->wake_seq, seq, 1000000);
 			__atomic_fetch_sub(&c->sleepers, 1, __ATOMIC_SEQ_CST);
@@ -404,9 +508,10 @@ BAM_HD_INLINE int64_t bam_cache_pick_victim(struct bam_cache_dev *c, uint64_t de
 	}
 }
 
-/* Evict what slot s (locked BUSY by us) holds: write it back if dirty, unmap it.
- * On a failed write-back the line stays cached and dirty; returns the error. */
-BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, uint64_t hint)
+/* Evict what slot s (locked BUSY by us) holds: write it back if dirty (waiting for
+ * the write), unmap it. On a failed write-back the line stays cached and dirty;
+ * returns the error. 'own': the caller's write-back in flight (or NULL). */
+BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, uint64_t hint, struct bam_wb *own)
 {
 	uint64_t tag = bam_load_relaxed_u64(&c->tag[s]);
 	uint32_t st = bam_load_relaxed_u32(&c->state[s]);
@@ -416,10 +521,11 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
 	uint64_t vl = tag & ((1ull << BAM_TAG_LINE_BITS) - 1);
 	if (st & BAM_SLOT_DIRTY) {
 		uint16_t status = 0;
-		int rc = bam_array_line_io(va, vl, s, NVME_CMD_WRITE, hint, &status);
+		int rc = bam_array_line_io_ex(va, vl, s, NVME_CMD_WRITE, hint, &status, NULL, own);
 		if (rc) {
 			bam_dev_record_error(va->io, rc, status);
 			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).errors, 1);
+			bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).writeback_errors, 1);
 			/* The line stays cached and dirty. After a timeout the controller may
 			 * still read the slot: pin it to this line (line_io recorded the
 			 * command) until that command is known complete. */
@@ -436,17 +542,90 @@ BAM_HD_INLINE int bam_cache_evict_locked(struct bam_cache_dev *c, uint64_t s, ui
 }
 
 /*
+ * Start the write-back of dirty slot s (locked BUSY by us) without waiting for it
+ * (BAM_SLOT_WRITING): 1 (submitted: the slot is WRITING and unlocked, w live; the
+ * caller reaps it with bam_cache_wb_reap), 0 (not done: the slot is not dirty, its
+ * line is replicated, or the cache writes back synchronously: still locked, evict it
+ * as usual), or the submission's error (the slot is still locked and dirty; after a
+ * submission timeout PINNED, its unknown command recorded, as bam_array_line_io_ex).
+ */
+BAM_HD_INLINE int bam_cache_wb_start(struct bam_cache_dev *c, uint64_t s, uint64_t hint, struct bam_wb *w)
+{
+	const uint64_t tag = bam_load_relaxed_u64(&c->tag[s]);
+	const uint32_t st = bam_load_relaxed_u32(&c->state[s]);
+	if (c->wb_sync || tag == BAM_TAG_NONE || (st & (BAM_SLOT_VALID | BAM_SLOT_DIRTY)) != (BAM_SLOT_VALID | BAM_SLOT_DIRTY))
+		return 0;
+	struct bam_array_dev *va = c->arrays[tag >> BAM_TAG_LINE_BITS];
+	const uint64_t vl = tag & ((1ull << BAM_TAG_LINE_BITS) - 1);
+	if (va->layout == BAM_LAYOUT_REPLICATE && va->n_ctrl > 1)
+		return 0;
+	uint32_t ctrl;
+	uint64_t lba;
+	bam_array_place(va, vl, 0, &ctrl, &lba);
+	const uint32_t bytes = bam_array_line_bytes(va, vl);
+	const uint64_t addr = (uint64_t)(uintptr_t)(c->lines + (s << c->line_shift));
+	const uint64_t prp = c->prp ? (uint64_t)(uintptr_t)(c->prp + s * (c->prp_stride / 8u)) : 0;
+	int rc = bam_dev_io_submit(va->io, ctrl, hint, NVME_CMD_WRITE, lba, bytes >> va->lba_shift, addr, prp, &w->io);
+	if (rc) {
+		bam_dev_record_error(va->io, rc, 0);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).errors, 1);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(va).writeback_errors, 1);
+		if (rc == -ETIMEDOUT) {
+			/* queued or not, under a CID we do not know: pinned until no CID of the
+			 * queue pair is abandoned (bam_pend_done) */
+			bam_store_relaxed_u64(&c->pending[s], bam_pend_make(ctrl, (uint32_t)(w->io.qp - va->io->ctrl[ctrl].qps), 0, 1));
+			bam_fetch_or_acq_rel_gpu_u32(&c->state[s], BAM_SLOT_PINNED);
+		}
+		return rc;
+	}
+	w->a = va;
+	w->slot = s;
+	w->ctrl = ctrl;
+	w->bytes = bytes;
+	w->live = 1;
+	/* BUSY|DIRTY -> WRITING: nobody wrote the line since we locked it (the clock locks
+	 * only unreferenced slots), and a store from now on sets DIRTY again */
+	uint32_t cur = st;
+	for (;;) {
+		const uint32_t seen = bam_cas_acq_rel_gpu_u32(&c->state[s], cur,
+							      (cur & ~(BAM_SLOT_BUSY | BAM_SLOT_DIRTY)) | BAM_SLOT_WRITING);
+		if (seen == cur)
+			break;
+		cur = seen;
+	}
+	return 1;
+}
+
+/* Modes of bam_array_line_acquire_ex: what the caller will do with the line. */
+#define BAM_ACQ_READ      0u /* read it */
+#define BAM_ACQ_WRITE     1u /* store into part of it: a miss reads it first (counted in
+			      * partial_write_fetches); -EPERM on a read-only array */
+#define BAM_ACQ_OVERWRITE 2u /* store every byte of it before any thread reads it: a miss
+			      * takes a slot without reading storage (fills_avoided; the
+			      * bytes are undefined until the caller's stores, except the
+			      * tail past the array's end, zeroed); -EPERM on a read-only array */
+
+/*
  * Get line l of array a into the cache with 'n' references held by the caller.
  * Returns the slot (>= 0) or a negative errno: -ETIMEDOUT, -EBUSY (every line
  * referenced until the timeout), -EIO (the fill's NVMe status was not success; the
  * line is not published). A thread that waited for another thread's fill of l
  * returns that fill's error if it failed, without reading l again (so all of a
  * failed line's waiters fail within one timeout of the fill, not one after another).
+ * -EPERM: a write mode on a read-only array. 'mode': BAM_ACQ_*.
+ * A dirty victim is written back asynchronously (BAM_SLOT_WRITING) while this
+ * thread reads its line into another slot.
  * Per thread; the caller releases with bam_slot_put(n).
  */
-BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n, uint64_t hint)
+BAM_HD_INLINE int64_t bam_array_line_acquire_ex(struct bam_array_dev *a, uint64_t l, uint32_t n, uint64_t hint,
+						 uint32_t mode)
 {
 	struct bam_cache_dev *c = a->cache;
+	if (mode != BAM_ACQ_READ && (a->flags & BAM_ARRAY_F_RDONLY)) {
+		bam_dev_record_error(a->io, -EPERM, 0);
+		bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).errors, 1);
+		return -EPERM;
+	}
 	const uint64_t tag = ((uint64_t)a->id << BAM_TAG_LINE_BITS) | l;
 	uint64_t deadline = 0; /* set on the first slow step: a hit reads no clock */
 	uint32_t iter = 0, seen = 0;
@@ -474,21 +653,53 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			if (!deadline)
 				deadline = bam_time_ns() + a->io->timeout_ns;
 			const uint64_t pt0 = BAM_PROF_T();
-			int64_t s = bam_cache_pick_victim(c, deadline, a->io->progress, a->io->timeout_ns);
+			int64_t s = bam_cache_pick_victim(c, deadline, a->io->progress, a->io->timeout_ns, 0);
 			BAM_PROF(a, 0, BAM_PROF_T() - pt0);
 			struct bam_io later;
 			later.qp = NULL;
+			struct bam_wb wb;
+			wb.live = 0;
 			int rc = 0;
 			uint16_t status = 0;
+			if (s >= 0) {
+				/* a dirty victim: its write goes out now, our fill takes another
+				 * slot (one sweep; none free: wait for our write, take a slot then) */
+				const int w = bam_cache_wb_start(c, (uint64_t)s, hint, &wb);
+				if (w == 1) {
+					s = bam_cache_pick_victim(c, deadline, a->io->progress, a->io->timeout_ns, 1);
+					if (s == -EAGAIN) {
+						bam_cache_wb_reap(&wb);
+						s = bam_cache_pick_victim(c, deadline, a->io->progress, a->io->timeout_ns, 0);
+					}
+				} else if (w < 0) {
+					bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY); /* keep it, dirty */
+					s = w;
+				}
+			}
 			if (s < 0) {
 				rc = (int)s;
-			} else if ((rc = bam_cache_evict_locked(c, (uint64_t)s, hint)) != 0) {
+			} else if ((rc = bam_cache_evict_locked(c, (uint64_t)s, hint, &wb)) != 0) {
 				bam_fetch_and_acq_rel_gpu_u32(&c->state[s], ~BAM_SLOT_BUSY); /* keep it, dirty */
+			} else if (mode == BAM_ACQ_OVERWRITE) {
+				/* the caller stores the whole line: no read. Past the array's end
+				 * (its last line) the slot's old bytes would reach the media: zeroed */
+				bam_store_relaxed_u64(&c->tag[s], tag);
+				const uint64_t start = l << c->line_shift, total = a->n_elems << a->elem_shift;
+				if (total - start < c->line_size) {
+					uint8_t *p = c->lines + ((uint64_t)s << c->line_shift);
+					for (uint64_t k = total - start; k < c->line_size; k++)
+						p[k] = 0;
+				}
+				bam_slot_set_flags(c, (uint64_t)s, BAM_SLOT_VALID | BAM_SLOT_REF | (a->priority ? BAM_SLOT_KEEP : 0u), n);
+				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).misses, 1);
+				bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).fills_avoided, 1);
 			} else {
 				bam_store_relaxed_u64(&c->tag[s], tag);
 				const uint64_t pt2 = BAM_PROF_T();
-				rc = bam_array_line_io_ex(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status, &later);
+				rc = bam_array_line_io_ex(a, l, (uint64_t)s, NVME_CMD_READ, hint, &status, &later, &wb);
 				BAM_PROF(a, 1, BAM_PROF_T() - pt2);
+				if (!rc && mode == BAM_ACQ_WRITE)
+					bam_fetch_add_relaxed_gpu_u64(&BAM_CNT(a).partial_write_fetches, 1);
 				if (rc) {
 					/* Not published. After an error status the slot goes back
 					 * empty; after a timeout the controller may still write into
@@ -515,6 +726,9 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 			 * for that, nor, mostly, this warp (bam_qpair_help_lazy) */
 			if (later.qp)
 				bam_dev_io_help_lazy(&later);
+			/* our write-back, in flight beside the read: its outcome settles its
+			 * slot (an error is recorded there; this access got its line) */
+			bam_cache_wb_reap(&wb);
 			BAM_PROF(a, 2, BAM_PROF_T() - pt0);
 			if (waited)
 				BAM_PROF(a, 3, BAM_PROF_T() - waited);
@@ -548,6 +762,12 @@ BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l
 	}
 }
 
+/* bam_array_line_acquire_ex for reading (BAM_ACQ_READ). */
+BAM_HD_INLINE int64_t bam_array_line_acquire(struct bam_array_dev *a, uint64_t l, uint32_t n, uint64_t hint)
+{
+	return bam_array_line_acquire_ex(a, l, n, hint, BAM_ACQ_READ);
+}
+
 /* Line l (a line index, bam_array_line_of) of a, if it is cached now, with n
  * references taken for the caller (release with bam_slot_put(a->cache, slot, n)):
  * returns the slot, or -EAGAIN (not cached, being filled, or evicted meanwhile),
@@ -572,7 +792,7 @@ BAM_HD_INLINE int64_t bam_array_line_try_acquire(struct bam_array_dev *a, uint64
  * write-back is known complete (two writes of one line in flight could land in either
  * order): waits for that, bounded by the timeout. 0, -EAGAIN (the slot changed: call
  * again), -ETIMEDOUT (the earlier write-back is still outstanding, or this one timed
- * out), -EIO. */
+ * out), -EIO. A write-back in flight (WRITING) is waited for first. */
 BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
 {
 	uint32_t st = bam_load_acquire_gpu_u32(&c->state[s]);
@@ -596,6 +816,19 @@ BAM_HD_INLINE int bam_cache_flush_slot(struct bam_cache_dev *c, uint64_t s)
 				bam_slot_set_flags(c, s, 0, 0);
 			bam_spin_pause(iter);
 		}
+	}
+	if (st & BAM_SLOT_WRITING) {
+		/* a write-back in flight: its submitter reaps it within the timeout; wait
+		 * for that, then write the line if it is dirty (again, or after an error) */
+		uint64_t deadline = bam_time_ns() + 2 * c->io->timeout_ns;
+		for (uint32_t iter = 0; (st = bam_load_acquire_gpu_u32(&c->state[s])) & BAM_SLOT_WRITING; iter++) {
+			if (bam_time_ns() > deadline) {
+				bam_dev_record_error(c->io, -ETIMEDOUT, 0);
+				return -ETIMEDOUT;
+			}
+			bam_spin_pause(iter);
+		}
+		return -EAGAIN; /* look again: it may be pinned now */
 	}
 	if ((st & (BAM_SLOT_VALID | BAM_SLOT_DIRTY | BAM_SLOT_BUSY)) != (BAM_SLOT_VALID | BAM_SLOT_DIRTY))
 		return 0;

@@ -161,6 +161,10 @@ enum bam_arraybench_pattern {
 	BAM_ARRAYBENCH_RANDOM, /* one random element per thread per step: misses */
 	BAM_ARRAYBENCH_WARP,   /* 32 consecutive elements of a random line per warp: coalescing */
 	BAM_ARRAYBENCH_SCAN,   /* the hot working set read line by line through line handles */
+	BAM_ARRAYBENCH_RANDWRITE, /* one random element written per thread per step (a partial
+				   * write: a miss fetches its line); the flush is timed */
+	BAM_ARRAYBENCH_RMW,    /* one random element read-modify-written (atomic add) per
+				* thread per step; the flush is timed */
 };
 
 struct bam_arraybench_opts {
@@ -204,6 +208,12 @@ struct bam_arraybench_result {
 	uint64_t wrong_values, errors, reads_not_attempted; /* after a timeout the run stops */
 	double hbm_bps;          /* GPU target, HOT and SCAN: HBM read bandwidth (0: not measured) */
 	int err_on_stderr;       /* the library already said err's cause on stderr */
+	/* RANDWRITE, RMW: the flush after the kernel (in seconds_with_flush), the storage
+	 * writes (stats.c.bytes_written, writebacks: evictions and flush), and the writes
+	 * through the array per second with the flush counted (never a cache rate) */
+	double flush_seconds, seconds_with_flush;
+	double writes_per_s;     /* element writes / seconds_with_flush */
+	double storage_write_iops; /* line write-backs / seconds_with_flush */
 };
 
 /* Run the array benchmark. 0 or a negative errno (above); -EIO with complete set for
