@@ -120,8 +120,8 @@ extern "C" int bench_gpu_mem_total(uint64_t *bytes)
 /* The limit kernel: each warp keeps K random chunks in flight (every lane one 16-byte
  * load of each, all K issued before any is used), 'steps' rounds. */
 template <int K>
-__global__ void limit_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t words, uint64_t steps, uint64_t seed,
-			     unsigned long long *sink)
+__global__ void limit_kernel(const uint4 *src, uint64_t npages, uint64_t stride_words, uint32_t slots, uint32_t words,
+			     uint64_t steps, uint64_t seed, unsigned long long *sink)
 {
 	uint64_t gw = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 	uint32_t lane = threadIdx.x & 31u;
@@ -132,7 +132,8 @@ __global__ void limit_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t
 #pragma unroll
 		for (int k = 0; k < K; k++) {
 			r = bench_mix64(r);
-			p[k] = src + (r % nchunks_region) * words;
+			/* a random page of the set, a random chunk among the first 'slots' of it */
+			p[k] = src + (r % npages) * stride_words + ((r >> 40) % slots) * words;
 		}
 		for (uint32_t i = lane; i < words; i += 32) {
 			uint4 v[K];
@@ -149,9 +150,10 @@ __global__ void limit_kernel(const uint4 *src, uint64_t nchunks_region, uint32_t
 }
 
 /* One timed launch of the limit kernel: chunks/s */
-static int limit_once(const uint4 *src, uint64_t nchunks, uint32_t bs, uint32_t inflight, uint32_t blocks, uint64_t steps,
-		      cudaStream_t s, unsigned long long *sink, double *cps)
+static int limit_once(const uint4 *src, uint64_t npages, uint64_t stride, uint32_t slots, uint32_t bs, uint32_t inflight,
+		      uint32_t blocks, uint64_t steps, cudaStream_t s, unsigned long long *sink, double *cps)
 {
+	const uint64_t sw = stride / 16u;
 	cudaEvent_t e0, e1;
 	float ms = 0;
 	cudaEventCreate(&e0);
@@ -159,9 +161,9 @@ static int limit_once(const uint4 *src, uint64_t nchunks, uint32_t bs, uint32_t 
 	cudaEventRecord(e0, s);
 	const uint32_t words = bs / 16u;
 	switch (inflight) {
-	case 1: limit_kernel<1><<<blocks, 256, 0, s>>>(src, nchunks, words, steps, 11 + blocks, sink); break;
-	case 4: limit_kernel<4><<<blocks, 256, 0, s>>>(src, nchunks, words, steps, 11 + blocks, sink); break;
-	default: limit_kernel<8><<<blocks, 256, 0, s>>>(src, nchunks, words, steps, 11 + blocks, sink); break;
+	case 1: limit_kernel<1><<<blocks, 256, 0, s>>>(src, npages, sw, slots, words, steps, 11 + blocks, sink); break;
+	case 4: limit_kernel<4><<<blocks, 256, 0, s>>>(src, npages, sw, slots, words, steps, 11 + blocks, sink); break;
+	default: limit_kernel<8><<<blocks, 256, 0, s>>>(src, npages, sw, slots, words, steps, 11 + blocks, sink); break;
 	}
 	cudaEventRecord(e1, s);
 	cudaError_t e = cudaEventSynchronize(e1);
@@ -175,28 +177,19 @@ static int limit_once(const uint4 *src, uint64_t nchunks, uint32_t bs, uint32_t 
 	return 0;
 }
 
-extern "C" int bench_gpu_limit(uint32_t bs, uint64_t region, uint32_t inflight, int in_gpu, double *bytes_per_s,
-			       double *chunks_per_s, double *copy_bps)
+extern "C" int bench_gpu_limit_on(const void *buf, uint64_t npages, uint64_t stride, uint32_t slots, uint32_t bs,
+				  uint32_t inflight, double *chunks_per_s)
 {
-	uint4 *buf = NULL, *dst = NULL;
 	unsigned long long *sink = NULL;
 	cudaStream_t s = 0;
 	int rc = -EIO, dev = 0, nsm = 0;
 	double best = 0;
 	cudaGetDevice(&dev);
 	cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
-	if (in_gpu) {
-		CUDA_TRY(cudaMalloc((void **)&buf, region), out);
-		CUDA_TRY(cudaMemset(buf, 0x5a, region), out);
-	} else {
-		CUDA_TRY(cudaHostAlloc((void **)&buf, region, cudaHostAllocMapped), out);
-		memset(buf, 0x5a, region); /* (every page present and mapped before the run) */
-	}
 	CUDA_TRY(cudaMalloc((void **)&sink, 8), out);
 	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
 	{
 		/* about 2 GiB of chunks per launch, over the grid; the best of three grid sizes */
-		const uint64_t nchunks = region / bs;
 		const uint32_t k = inflight == 1 || inflight == 4 ? inflight : 8;
 		for (int g = 0; g < 3; g++) {
 			const uint32_t blocks = (uint32_t)nsm * (4u << (2 * g)); /* 4, 16, 64 blocks per SM */
@@ -205,13 +198,38 @@ extern "C" int bench_gpu_limit(uint32_t bs, uint64_t region, uint32_t inflight, 
 			if (steps < 2)
 				steps = 2;
 			double cps = 0;
-			if (limit_once(buf, nchunks, bs, k, blocks, steps / 4 + 1, s, sink, &cps) || /* warm-up */
-			    limit_once(buf, nchunks, bs, k, blocks, steps, s, sink, &cps))
+			if (limit_once((const uint4 *)buf, npages, stride, slots, bs, k, blocks, steps / 4 + 1, s, sink, &cps) ||
+			    limit_once((const uint4 *)buf, npages, stride, slots, bs, k, blocks, steps, s, sink, &cps))
 				goto out;
 			if (cps > best)
 				best = cps;
 		}
 	}
+	*chunks_per_s = best;
+	rc = 0;
+out:
+	if (s) cudaStreamDestroy(s);
+	if (sink) cudaFree(sink);
+	return rc;
+}
+
+extern "C" int bench_gpu_limit(uint32_t bs, uint64_t region, uint32_t inflight, int in_gpu, double *bytes_per_s,
+			       double *chunks_per_s, double *copy_bps)
+{
+	uint4 *buf = NULL, *dst = NULL;
+	cudaStream_t s = 0;
+	int rc = -EIO;
+	double best = 0;
+	if (in_gpu) {
+		CUDA_TRY(cudaMalloc((void **)&buf, region), out);
+		CUDA_TRY(cudaMemset(buf, 0x5a, region), out);
+	} else {
+		CUDA_TRY(cudaHostAlloc((void **)&buf, region, cudaHostAllocMapped), out);
+		memset(buf, 0x5a, region); /* (every page present and mapped before the run) */
+	}
+	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
+	if (bench_gpu_limit_on(buf, region / bs, bs, 1, bs, inflight, &best))
+		goto out;
 	*chunks_per_s = best;
 	*bytes_per_s = best * bs;
 	if (copy_bps && !in_gpu) {
@@ -240,7 +258,6 @@ out:
 	if (buf && in_gpu) cudaFree(buf);
 	else if (buf) cudaFreeHost(buf);
 	if (dst) cudaFree(dst);
-	if (sink) cudaFree(sink);
 	return rc;
 }
 

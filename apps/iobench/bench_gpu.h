@@ -27,6 +27,12 @@ int bench_gpu_mem_total(uint64_t *bytes);
  * persistent kernel runs. */
 int bench_gpu_limit(uint32_t bs, uint64_t region, uint32_t inflight, int in_gpu, double *bytes_per_s,
 		    double *chunks_per_s, double *copy_bps);
+/* The limit kernel over a buffer the caller allocated (GPU-mapped host memory or GPU
+ * memory): each read is a random bs chunk among the first 'slots' chunks of a random
+ * page of 'npages' pages 'stride' bytes apart (stride and bs multiples of 16; slots *
+ * bs <= stride). Dense: stride = bs, slots = 1. 0 with chunks/s, or -EIO. */
+int bench_gpu_limit_on(const void *buf, uint64_t npages, uint64_t stride, uint32_t slots, uint32_t bs,
+		       uint32_t inflight, double *chunks_per_s);
 /* The physical baseline: a plain kernel reading random bs-byte chunks of a buffer of
  * 'region' bytes into GPU memory with 'threads' threads (a warp per chunk), 'chunks'
  * chunks in all; the buffer is pinned host memory (the PCIe link: where an SSD's data
