@@ -39,6 +39,9 @@ enum bench_rw { BENCH_READ, BENCH_WRITE, BENCH_RANDREAD, BENCH_RANDWRITE, BENCH_
 #define BENCH_HIST ((1u << BENCH_HIST_EXP0) + (BENCH_HIST_EXPMAX - BENCH_HIST_EXP0) * (1u << BENCH_HIST_SUBB))
 
 enum { BENCH_DIR_READ, BENCH_DIR_WRITE };
+/* copies of the exact series, a thread merging into copy tid % BENCH_LAT_STRIPES: a
+ * million threads ending at once do not all update one address */
+#define BENCH_LAT_STRIPES 32
 enum { BENCH_LAT, BENCH_CLAT, BENCH_SLAT }; /* total, completion, submission */
 
 /* min/max/sum/sum of squares of one latency series, merged once per thread */
@@ -64,7 +67,7 @@ struct bench_out {
 	uint64_t ramp_ios;      /* I/Os completed during the ramp (not in the figures) */
 	uint64_t verified;      /* blocks checked */
 	uint64_t flushes, flush_errors, flush_ns; /* the Flush after writes; flush_ns: the longest */
-	struct bench_lat lat[3][2]; /* [BENCH_LAT..SLAT][direction] */
+	struct bench_lat lat[BENCH_LAT_STRIPES][3][2]; /* [tid % stripes][BENCH_LAT..SLAT][direction] */
 	uint64_t hist[3][2][BENCH_HIST]; /* the same, histograms */
 };
 
@@ -152,6 +155,9 @@ BAM_HD_INLINE void bench_lat_add(struct bench_lat *l, uint64_t v)
 
 BAM_HD_INLINE void bench_fetch_max_u64(uint64_t *p, uint64_t v)
 {
+#if BAM_ON_GPU
+	atomicMax((unsigned long long *)p, (unsigned long long)v);
+#else
 	uint64_t old = bam_load_relaxed_u64(p);
 	while (v > old) {
 		uint64_t seen = bam_cas_acq_rel_gpu_u64(p, old, v);
@@ -159,10 +165,14 @@ BAM_HD_INLINE void bench_fetch_max_u64(uint64_t *p, uint64_t v)
 			break;
 		old = seen;
 	}
+#endif
 }
 
 BAM_HD_INLINE void bench_add_f64(double *p, double v)
 {
+#if BAM_ON_GPU
+	atomicAdd(p, v);
+#else
 	union {
 		double d;
 		uint64_t u;
@@ -175,6 +185,7 @@ BAM_HD_INLINE void bench_add_f64(double *p, double v)
 			break;
 		o.u = seen;
 	}
+#endif
 }
 
 /* Merge a thread's series into the run's (the run's min starts at ~0: host sets it). */
@@ -298,10 +309,13 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 	uint64_t rng = bench_mix64(a->seed ^ (tid * 0x9e3779b97f4a7c15ull));
 	/* one clock for the run: the first thread to start sets it, every thread (of every
 	 * block wave) reads it, so that the run ends at one deadline */
-	uint64_t now = bam_time_ns();
-	uint64_t start = bam_cas_acq_rel_gpu_u64(&a->out->t_start, 0, now);
-	if (!start)
-		start = now;
+	uint64_t start = bam_load_relaxed_u64(&a->out->t_start);
+	if (!start) {
+		const uint64_t now = bam_time_ns();
+		start = bam_cas_acq_rel_gpu_u64(&a->out->t_start, 0, now);
+		if (!start)
+			start = now;
+	}
 	struct bench_local L;
 	for (int k = 0; k < 3; k++) {
 		bench_lat_init(&L.lat[k][0]);
@@ -378,8 +392,8 @@ BAM_HD_INLINE void bench_thread(const struct bench_args *a, uint64_t tid)
 	}
 	struct bench_out *o = a->out;
 	for (int k = 0; k < 3; k++) {
-		bench_lat_merge(&o->lat[k][0], &L.lat[k][0]);
-		bench_lat_merge(&o->lat[k][1], &L.lat[k][1]);
+		bench_lat_merge(&o->lat[tid % BENCH_LAT_STRIPES][k][0], &L.lat[k][0]);
+		bench_lat_merge(&o->lat[tid % BENCH_LAT_STRIPES][k][1], &L.lat[k][1]);
 	}
 	if (L.reads)
 		bam_fetch_add_relaxed_gpu_u64(&o->reads, L.reads);

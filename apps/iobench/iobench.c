@@ -143,10 +143,28 @@ static uint64_t percentile(const uint64_t *hist, const struct bench_lat *l, doub
 	return v;
 }
 
+/* Series k of direction d, its stripes summed */
+static struct bench_lat lat_sum(const struct bench_out *o, int k, int d)
+{
+	struct bench_lat l;
+	bench_lat_init(&l);
+	for (int i = 0; i < BENCH_LAT_STRIPES; i++) {
+		const struct bench_lat *x = &o->lat[i][k][d];
+		if (!x->n)
+			continue;
+		l.n += x->n;
+		l.sum += x->sum;
+		l.sumsq += x->sumsq;
+		l.min = x->min < l.min ? x->min : l.min;
+		l.max = x->max > l.max ? x->max : l.max;
+	}
+	return l;
+}
+
 static void lat_result(const struct bench_out *o, int k, int d, struct bam_iobench_lat *r)
 {
 	static const double pct[BAM_IOBENCH_NPCT] = BAM_IOBENCH_PCT;
-	const struct bench_lat *l = &o->lat[k][d];
+	const struct bench_lat ls = lat_sum(o, k, d), *l = &ls;
 	memset(r, 0, sizeof(*r));
 	if (!l->n)
 		return;
@@ -164,8 +182,8 @@ static void lat_result(const struct bench_out *o, int k, int d, struct bam_ioben
 static uint64_t percentile_all(const struct bench_out *o, int k, double q)
 {
 	static uint64_t h[BENCH_HIST];
-	struct bench_lat l = o->lat[k][0];
-	const struct bench_lat *w = &o->lat[k][1];
+	struct bench_lat l = lat_sum(o, k, 0);
+	const struct bench_lat wl = lat_sum(o, k, 1), *w = &wl;
 	if (w->n) {
 		l.min = l.n && l.min < w->min ? l.min : w->min;
 		l.max = l.max > w->max ? l.max : w->max;
@@ -794,8 +812,9 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 			bam_ctx_close(ctx);
 			return ib_fail(err, errlen, -ENOMEM, "cannot allocate %zu bytes", sizeof(*init));
 		}
-		for (int k = 0; k < 3; k++)
-			init->lat[k][0].min = init->lat[k][1].min = ~0ull;
+		for (int i = 0; i < BENCH_LAT_STRIPES; i++)
+			for (int k = 0; k < 3; k++)
+				init->lat[i][k][0].min = init->lat[i][k][1].min = ~0ull;
 		bam_mem_copy(ctx, dout, init, sizeof(*init));
 		free(init);
 	}
