@@ -3,7 +3,8 @@
 # run through the file back end and both CPU-orchestrated comparisons (posix: pread +
 # copy; uring: the io_uring ceiling) read verified data and report positive IOPS in
 # their JSON, with O_DIRECT (cold) and through the page cache (warm, direct=0, where no
-# comparison may use O_DIRECT), over one file and two striped; --prefill=0 verifies
+# comparison may use O_DIRECT), over one file and two striped (new files: --prefill=1
+# writes the pattern the comparisons verify); --prefill=0 verifies
 # the pattern an earlier run wrote and catches a file without it; a --runtime bounds
 # the comparisons too; the flag is refused with a clear error for a back end other
 # than file, for writes and for an unknown comparison. With --json, failures (these
@@ -51,10 +52,10 @@ and d['compare'][k]['verify_failures'] == 0 and d['compare'][k]['ratio_iops'] > 
 and d['compare'][k]['ratio_bw'] > 0 for k in ('posix', 'uring')) and 'error' not in d"
 
 bench "cold (O_DIRECT where the file system allows it), 4 KiB random reads" 0 "${clean//IOS/4000} and d['compare']['uring']['qd'] == 128" \
-  --backend="file:$W/a.dat,size=16M" --size=16M --bs=4k --threads=4 --number_ios=4000 --compare=posix,uring
+  --backend="file:$W/a.dat,size=16M" --size=16M --bs=4k --threads=4 --number_ios=4000 --compare=posix,uring --prefill=1
 bench "warm (page cache), two files striped, 64 KiB sequential reads" 0 "${clean//IOS/512} and d['compare']['direct_files'] == 0 and d['compare']['files'] == 2" \
   --backend="file:$W/b.dat,$W/c.dat,size=8M,direct=0" --size=16M --bs=64k --rw=read --threads=4 --number_ios=512 \
-  --compare=posix,uring --posix-threads=3 --uring-threads=2 --uring-qd=16
+  --compare=posix,uring --posix-threads=3 --uring-threads=2 --uring-qd=16 --prefill=1
 bench "--prefill=0 verifies what the first run wrote" 0 "${clean//IOS/2000}" \
   --backend="file:$W/a.dat" --size=16M --bs=4k --threads=4 --number_ios=2000 --prefill=0 --compare=posix,uring
 bench "--prefill=0 on a file without the pattern: every reader sees wrong data" 1 \

@@ -471,10 +471,10 @@ else
 fi
 rm -f "$W/new1.img" "$W/new2.img"
 # a refused number says the range it must be in
-refuse2 "bench: a refused number says its range" "bad value '64' for --iodepth=64: a whole number from 1 to 32" "$BAM" bench --iodepth=64
+refuse2 "bench: a refused number says its range" "bad value '65537' for --iodepth=65537: a whole number from 1 to 65536" "$BAM" bench --iodepth=65537
 refuse2 "bench: a refused flag says its values" "for --verify=2: 0 or 1" "$BAM" bench --verify=2
 refuse2 "bfs: a refused number says its range" "for --timeout-ms=0: a whole number from 1 to 3600000" "$BAM" bfs "$k" --timeout-ms=0
-refuse2 "bench --runtime=0" "seconds above 0" "$BAM" bench --runtime=0
+refuse2 "bench --runtime=0" "a time above 0" "$BAM" bench --runtime=0
 # text output shows a file name's control characters escaped, not sent to the terminal
 esc="$W/$(printf 'we\033ird').bcsr"
 cp "$k" "$esc"

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cuda_runtime.h>
+#include "bam/iobench.h"
 #include "bench_gpu.h"
 
 #define CUDA_TRY(call, label)                                                                  \
@@ -23,12 +25,18 @@ __global__ void bench_kernel(struct bench_args a)
 		bench_thread(&a, tid);
 }
 
+__global__ void bench_flush_kernel(struct bench_args a)
+{
+	if (threadIdx.x < a.n_ctrl)
+		bench_flush(&a, threadIdx.x);
+}
+
 struct bench_gpu {
 	cudaStream_t s;
-	cudaEvent_t e0, e1;
+	cudaEvent_t e0, e1, e2; /* start, the I/O kernel's end, the Flush's end */
 };
 
-extern "C" int bench_gpu_start(const struct bench_args *a, void **handle)
+extern "C" int bench_gpu_start(const struct bench_args *a, int flush, void **handle, struct bam_iobench_gpu_use *use)
 {
 	struct bench_gpu *g = (struct bench_gpu *)calloc(1, sizeof(*g));
 	if (!g)
@@ -36,13 +44,31 @@ extern "C" int bench_gpu_start(const struct bench_args *a, void **handle)
 	CUDA_TRY(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking), fail);
 	CUDA_TRY(cudaEventCreate(&g->e0), fail);
 	CUDA_TRY(cudaEventCreate(&g->e1), fail);
+	CUDA_TRY(cudaEventCreate(&g->e2), fail);
 	{
-		uint32_t tpb = 128;
+		const uint32_t tpb = 128;
 		uint64_t blocks = (a->threads + tpb - 1) / tpb;
+		int dev = 0, nsm = 0, maxt = 0, per = 0;
+		cudaGetDevice(&dev);
+		cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+		cudaDeviceGetAttribute(&maxt, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+		cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, bench_kernel, tpb, 0);
+		use->valid = 1;
+		use->sms = (uint32_t)nsm;
+		use->max_warps_per_sm = (uint32_t)maxt / 32u;
+		use->app_blocks = (uint32_t)blocks;
+		use->app_threads_per_block = tpb;
+		use->app_blocks_per_sm = (uint32_t)per;
+		use->app_sms = blocks < (uint64_t)nsm ? (uint32_t)blocks : (uint32_t)nsm;
 		cudaEventRecord(g->e0, g->s);
 		bench_kernel<<<(unsigned)blocks, tpb, 0, g->s>>>(*a);
 		CUDA_TRY(cudaGetLastError(), fail);
 		cudaEventRecord(g->e1, g->s);
+		if (flush) {
+			bench_flush_kernel<<<1, (a->n_ctrl + 31) / 32 * 32, 0, g->s>>>(*a);
+			CUDA_TRY(cudaGetLastError(), fail);
+		}
+		cudaEventRecord(g->e2, g->s);
 	}
 	*handle = g;
 	return 0;
@@ -54,7 +80,7 @@ fail:
 extern "C" int bench_gpu_done(void *handle)
 {
 	struct bench_gpu *g = (struct bench_gpu *)handle;
-	cudaError_t e = cudaEventQuery(g->e1);
+	cudaError_t e = cudaEventQuery(g->e2);
 	if (e == cudaSuccess)
 		return 1;
 	if (e == cudaErrorNotReady)
@@ -62,20 +88,176 @@ extern "C" int bench_gpu_done(void *handle)
 	return -EIO;
 }
 
-extern "C" int bench_gpu_finish(void *handle, double *ms)
+extern "C" int bench_gpu_finish(void *handle, double *ms, double *flush_ms)
 {
 	struct bench_gpu *g = (struct bench_gpu *)handle;
 	int rc = 0;
-	float f = 0;
-	if (cudaEventSynchronize(g->e1) != cudaSuccess || cudaEventElapsedTime(&f, g->e0, g->e1) != cudaSuccess) {
+	float f = 0, fl = 0;
+	if (cudaEventSynchronize(g->e2) != cudaSuccess || cudaEventElapsedTime(&f, g->e0, g->e2) != cudaSuccess ||
+	    cudaEventElapsedTime(&fl, g->e1, g->e2) != cudaSuccess) {
 		fprintf(stderr, "bam: bench kernel failed: %s\n", cudaGetErrorString(cudaGetLastError()));
 		rc = -EIO;
 	}
 	*ms = f;
+	*flush_ms = fl;
 	cudaEventDestroy(g->e0);
 	cudaEventDestroy(g->e1);
+	cudaEventDestroy(g->e2);
 	cudaStreamDestroy(g->s);
 	free(g);
+	return rc;
+}
+
+extern "C" int bench_gpu_mem_total(uint64_t *bytes)
+{
+	size_t fr = 0, tot = 0;
+	if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+		return -EIO;
+	*bytes = tot;
+	return 0;
+}
+
+/* The limit kernel: each warp keeps K random chunks in flight (every lane one 16-byte
+ * load of each, all K issued before any is used), 'steps' rounds. */
+template <int K>
+__global__ void limit_kernel(const uint4 *src, uint64_t npages, uint64_t stride_words, uint32_t slots, uint32_t words,
+			     uint64_t steps, uint64_t seed, unsigned long long *sink)
+{
+	uint64_t gw = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	uint32_t lane = threadIdx.x & 31u;
+	uint64_t r = bench_mix64(seed ^ gw);
+	uint32_t acc = 0;
+	for (uint64_t st = 0; st < steps; st++) {
+		const uint4 *p[K];
+#pragma unroll
+		for (int k = 0; k < K; k++) {
+			r = bench_mix64(r);
+			/* a random page of the set, a random chunk among the first 'slots' of it */
+			p[k] = src + (r % npages) * stride_words + ((r >> 40) % slots) * words;
+		}
+		for (uint32_t i = lane; i < words; i += 32) {
+			uint4 v[K];
+#pragma unroll
+			for (int k = 0; k < K; k++)
+				v[k] = p[k][i];
+#pragma unroll
+			for (int k = 0; k < K; k++)
+				acc ^= v[k].x ^ v[k].w;
+		}
+	}
+	if (acc == 0x12345678u)
+		atomicAdd(sink, 1ull); /* keeps the loads */
+}
+
+/* One timed launch of the limit kernel: chunks/s */
+static int limit_once(const uint4 *src, uint64_t npages, uint64_t stride, uint32_t slots, uint32_t bs, uint32_t inflight,
+		      uint32_t blocks, uint64_t steps, cudaStream_t s, unsigned long long *sink, double *cps)
+{
+	const uint64_t sw = stride / 16u;
+	cudaEvent_t e0, e1;
+	float ms = 0;
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	cudaEventRecord(e0, s);
+	const uint32_t words = bs / 16u;
+	switch (inflight) {
+	case 1: limit_kernel<1><<<blocks, 256, 0, s>>>(src, npages, sw, slots, words, steps, 11 + blocks, sink); break;
+	case 4: limit_kernel<4><<<blocks, 256, 0, s>>>(src, npages, sw, slots, words, steps, 11 + blocks, sink); break;
+	default: limit_kernel<8><<<blocks, 256, 0, s>>>(src, npages, sw, slots, words, steps, 11 + blocks, sink); break;
+	}
+	cudaEventRecord(e1, s);
+	cudaError_t e = cudaEventSynchronize(e1);
+	cudaEventElapsedTime(&ms, e0, e1);
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	if (e != cudaSuccess || ms <= 0)
+		return -EIO;
+	const uint32_t k = inflight == 1 || inflight == 4 ? inflight : 8;
+	*cps = (double)blocks * 8.0 * (double)steps * k / (ms / 1e3);
+	return 0;
+}
+
+extern "C" int bench_gpu_limit_on(const void *buf, uint64_t npages, uint64_t stride, uint32_t slots, uint32_t bs,
+				  uint32_t inflight, double *chunks_per_s)
+{
+	unsigned long long *sink = NULL;
+	cudaStream_t s = 0;
+	int rc = -EIO, dev = 0, nsm = 0;
+	double best = 0;
+	cudaGetDevice(&dev);
+	cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+	CUDA_TRY(cudaMalloc((void **)&sink, 8), out);
+	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
+	{
+		/* about 2 GiB of chunks per launch, over the grid; the best of three grid sizes */
+		const uint32_t k = inflight == 1 || inflight == 4 ? inflight : 8;
+		for (int g = 0; g < 3; g++) {
+			const uint32_t blocks = (uint32_t)nsm * (4u << (2 * g)); /* 4, 16, 64 blocks per SM */
+			const uint64_t warps = (uint64_t)blocks * 8u;
+			uint64_t steps = ((2ull << 30) / bs) / (warps * k);
+			if (steps < 2)
+				steps = 2;
+			double cps = 0;
+			if (limit_once((const uint4 *)buf, npages, stride, slots, bs, k, blocks, steps / 4 + 1, s, sink, &cps) ||
+			    limit_once((const uint4 *)buf, npages, stride, slots, bs, k, blocks, steps, s, sink, &cps))
+				goto out;
+			if (cps > best)
+				best = cps;
+		}
+	}
+	*chunks_per_s = best;
+	rc = 0;
+out:
+	if (s) cudaStreamDestroy(s);
+	if (sink) cudaFree(sink);
+	return rc;
+}
+
+extern "C" int bench_gpu_limit(uint32_t bs, uint64_t region, uint32_t inflight, int in_gpu, double *bytes_per_s,
+			       double *chunks_per_s, double *copy_bps)
+{
+	uint4 *buf = NULL, *dst = NULL;
+	cudaStream_t s = 0;
+	int rc = -EIO;
+	double best = 0;
+	if (in_gpu) {
+		CUDA_TRY(cudaMalloc((void **)&buf, region), out);
+		CUDA_TRY(cudaMemset(buf, 0x5a, region), out);
+	} else {
+		CUDA_TRY(cudaHostAlloc((void **)&buf, region, cudaHostAllocMapped), out);
+		memset(buf, 0x5a, region); /* (every page present and mapped before the run) */
+	}
+	CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), out);
+	if (bench_gpu_limit_on(buf, region / bs, bs, 1, bs, inflight, &best))
+		goto out;
+	*chunks_per_s = best;
+	*bytes_per_s = best * bs;
+	if (copy_bps && !in_gpu) {
+		const uint64_t n = region < (1ull << 30) ? region : 1ull << 30;
+		cudaEvent_t e0, e1;
+		float ms = 0, bestms = 0;
+		CUDA_TRY(cudaMalloc((void **)&dst, n), out);
+		cudaEventCreate(&e0);
+		cudaEventCreate(&e1);
+		for (int i = 0; i < 3; i++) {
+			cudaEventRecord(e0, s);
+			cudaMemcpyAsync(dst, buf, n, cudaMemcpyHostToDevice, s);
+			cudaEventRecord(e1, s);
+			if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess &&
+			    ms > 0 && (bestms == 0 || ms < bestms))
+				bestms = ms;
+		}
+		cudaEventDestroy(e0);
+		cudaEventDestroy(e1);
+		*copy_bps = bestms > 0 ? (double)n / (bestms / 1e3) : 0;
+	}
+	rc = 0;
+out:
+	if (s) cudaStreamDestroy(s);
+	/* frees happen before any emulator starts or after it stopped (caller's order) */
+	if (buf && in_gpu) cudaFree(buf);
+	else if (buf) cudaFreeHost(buf);
+	if (dst) cudaFree(dst);
 	return rc;
 }
 

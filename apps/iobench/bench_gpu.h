@@ -5,12 +5,34 @@
 #include "bam/defs.h"
 #include "bench_kern.h"
 BAM_EXTERN_C_BEGIN
-/* Launch the bench kernel (threads GPU threads, 'a' copied by value). */
-int bench_gpu_start(const struct bench_args *a, void **handle);
-/* 1 when the kernel has finished, 0 while it runs, <0 on a CUDA error. */
+struct bam_iobench_gpu_use;
+/* Launch the bench kernel (threads GPU threads, 'a' copied by value), then with 'flush'
+ * one Flush per controller (bench_flush) in the same stream. Fills the bench kernel's
+ * share of the GPU in *use (the controller's share is the caller's). */
+int bench_gpu_start(const struct bench_args *a, int flush, void **handle, struct bam_iobench_gpu_use *use);
+/* 1 when the kernels have finished, 0 while they run, <0 on a CUDA error. */
 int bench_gpu_done(void *handle);
-/* Wait for the kernel; *ms = its duration by CUDA events. 0 or -EIO. */
-int bench_gpu_finish(void *handle, double *ms);
+/* Wait for the kernels; *ms = their duration by CUDA events, *flush_ms the Flush's
+ * share of it. 0 or -EIO. */
+int bench_gpu_finish(void *handle, double *ms, double *flush_ms);
+/* Bytes of memory of the current GPU. 0 or -EIO. */
+int bench_gpu_mem_total(uint64_t *bytes);
+/* Independent chunk loads each warp keeps in flight in the limit kernel */
+#define BENCH_LIMIT_INFLIGHT 8
+/* The limit of the data's path for random bs-byte reads over 'region' bytes: a kernel
+ * whose warps each keep 'inflight' random chunks in flight (16-byte loads, every lane),
+ * over pinned host memory (in_gpu 0) or GPU memory; the best of a few grid sizes.
+ * With copy_bps, also the copy engine's rate (cudaMemcpy host to device of up to 1 GiB
+ * of the same buffer). Returns 0 with bytes/s and chunks/s. Allocates: call before any
+ * persistent kernel runs. */
+int bench_gpu_limit(uint32_t bs, uint64_t region, uint32_t inflight, int in_gpu, double *bytes_per_s,
+		    double *chunks_per_s, double *copy_bps);
+/* The limit kernel over a buffer the caller allocated (GPU-mapped host memory or GPU
+ * memory): each read is a random bs chunk among the first 'slots' chunks of a random
+ * page of 'npages' pages 'stride' bytes apart (stride and bs multiples of 16; slots *
+ * bs <= stride). Dense: stride = bs, slots = 1. 0 with chunks/s, or -EIO. */
+int bench_gpu_limit_on(const void *buf, uint64_t npages, uint64_t stride, uint32_t slots, uint32_t bs,
+		       uint32_t inflight, double *chunks_per_s);
 /* The physical baseline: a plain kernel reading random bs-byte chunks of a buffer of
  * 'region' bytes into GPU memory with 'threads' threads (a warp per chunk), 'chunks'
  * chunks in all; the buffer is pinned host memory (the PCIe link: where an SSD's data

@@ -6,11 +6,15 @@
  * the CPU-orchestrated comparisons of --compare (bench_file.c).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include "bam/bam.h"
 #include "bam/backend.h"
 #include "bam/iobench.h"
@@ -38,12 +42,13 @@ void bam_iobench_opts_init(struct bam_iobench_opts *o)
 	o->rwmix_read = 50;
 	o->bs = 4096;
 	o->size = 1ull << 30;
+	o->size_auto = 1;
 	o->iodepth = 1;
 	o->verify = 1;
 	o->baseline = BAM_IOBENCH_BASELINE_AUTO;
 	o->timeout_ms = 5000;
 	o->seed = 1;
-	o->prefill = 1;
+	o->prefill = BAM_IOBENCH_PREFILL_AUTO;
 	o->uring_qd = 128;
 }
 
@@ -111,22 +116,82 @@ static int files_sync(const char *desc, char *err, size_t errlen)
 
 /* ---- results ---------------------------------------------------------------------- */
 
-static uint64_t percentile(const struct bench_out *o, double q)
+/* The q-quantile (0..1) of a histogram: the midpoint of the bucket holding it, kept
+ * within the series' exact min and max */
+static uint64_t percentile(const uint64_t *hist, const struct bench_lat *l, double q)
 {
 	uint64_t total = 0;
-	for (int i = 0; i < BENCH_HIST; i++)
-		total += o->hist[i];
+	for (uint32_t i = 0; i < BENCH_HIST; i++)
+		total += hist[i];
 	if (!total)
 		return 0;
-	uint64_t want = (uint64_t)(q * (double)total + 0.5), acc = 0;
+	uint64_t want = (uint64_t)ceil(q * (double)total), acc = 0, w = 0, v = 0;
 	if (want == 0)
 		want = 1;
-	for (int i = 0; i < BENCH_HIST; i++) {
-		acc += o->hist[i];
+	uint32_t i = 0;
+	for (; i < BENCH_HIST; i++) {
+		acc += hist[i];
 		if (acc >= want)
-			return bench_hist_value((uint32_t)i);
+			break;
 	}
-	return bench_hist_value(BENCH_HIST - 1);
+	v = bench_hist_value(i < BENCH_HIST ? i : BENCH_HIST - 1, &w);
+	v += w / 2;
+	if (l->n && v < l->min)
+		v = l->min;
+	if (l->n && v > l->max)
+		v = l->max;
+	return v;
+}
+
+/* Series k of direction d, its stripes summed */
+static struct bench_lat lat_sum(const struct bench_out *o, int k, int d)
+{
+	struct bench_lat l;
+	bench_lat_init(&l);
+	for (int i = 0; i < BENCH_LAT_STRIPES; i++) {
+		const struct bench_lat *x = &o->lat[i][k][d];
+		if (!x->n)
+			continue;
+		l.n += x->n;
+		l.sum += x->sum;
+		l.sumsq += x->sumsq;
+		l.min = x->min < l.min ? x->min : l.min;
+		l.max = x->max > l.max ? x->max : l.max;
+	}
+	return l;
+}
+
+static void lat_result(const struct bench_out *o, int k, int d, struct bam_iobench_lat *r)
+{
+	static const double pct[BAM_IOBENCH_NPCT] = BAM_IOBENCH_PCT;
+	const struct bench_lat ls = lat_sum(o, k, d), *l = &ls;
+	memset(r, 0, sizeof(*r));
+	if (!l->n)
+		return;
+	r->n = l->n;
+	r->min_ns = l->min;
+	r->max_ns = l->max;
+	r->mean_ns = (double)l->sum / (double)l->n;
+	double var = l->sumsq / (double)l->n - r->mean_ns * r->mean_ns;
+	r->stdev_ns = l->n > 1 && var > 0 ? sqrt(var * (double)l->n / (double)(l->n - 1)) : 0;
+	for (int i = 0; i < BAM_IOBENCH_NPCT; i++)
+		r->pct_ns[i] = percentile(o->hist[k][d], l, pct[i] / 100.0);
+}
+
+/* Both directions' histograms of series k merged (the headline latency of a mixed run) */
+static uint64_t percentile_all(const struct bench_out *o, int k, double q)
+{
+	static uint64_t h[BENCH_HIST];
+	struct bench_lat l = lat_sum(o, k, 0);
+	const struct bench_lat wl = lat_sum(o, k, 1), *w = &wl;
+	if (w->n) {
+		l.min = l.n && l.min < w->min ? l.min : w->min;
+		l.max = l.max > w->max ? l.max : w->max;
+		l.n += w->n;
+	}
+	for (uint32_t i = 0; i < BENCH_HIST; i++)
+		h[i] = o->hist[k][0][i] + o->hist[k][1][i];
+	return percentile(h, &l, q);
 }
 
 struct progress {
@@ -176,6 +241,148 @@ static void cpu_bench_thread(void *arg, uint64_t tid)
 	bench_thread(arg, tid);
 }
 
+static void cpu_flush_thread(void *arg, uint64_t c)
+{
+	bench_flush(arg, (uint32_t)c);
+}
+
+/* ---- what reads are checked against; what a write run's writes landed in ---------- */
+
+struct paths {
+	uint32_t n;
+	char *p[BAM_MAX_CTRLS];
+};
+
+static int add_path(void *arg, const char *path)
+{
+	struct paths *ps = arg;
+	if (ps->n >= BAM_MAX_CTRLS)
+		return -E2BIG;
+	if (!(ps->p[ps->n] = strdup(path)))
+		return -ENOMEM;
+	ps->n++;
+	return 0;
+}
+
+static void paths_free(struct paths *ps)
+{
+	for (uint32_t i = 0; i < ps->n; i++)
+		free(ps->p[i]);
+	ps->n = 0;
+}
+
+/* Whether a prefill may write over the storage's files: 0, or -EINVAL with why in err
+ * (a block device; a file whose sampled LBAs hold neither zeros nor the pattern). */
+static int storage_prefill_check(const struct paths *ps, uint32_t lba_size, uint64_t per_ctrl_bytes, char *err,
+				 size_t errlen)
+{
+	uint64_t *buf = malloc(lba_size);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	for (uint32_t c = 0; c < ps->n && !rc; c++) {
+		struct stat st;
+		if (stat(ps->p[c], &st))
+			continue; /* (not there: the open created nothing to lose) */
+		if (S_ISBLK(st.st_mode)) {
+			rc = ib_fail(err, errlen, -EINVAL,
+				     "--prefill=1 would write the verification pattern over the block device %s: "
+				     "refused (--prefill=force to overwrite it; without --prefill reads are not written)",
+				     ps->p[c]);
+			break;
+		}
+		int fd = open(ps->p[c], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		const uint64_t nlba = per_ctrl_bytes / lba_size;
+		for (uint64_t k = 0; k <= 64 && nlba && !rc; k++) {
+			const uint64_t lba = k * (nlba - 1) / 64;
+			ssize_t got = pread(fd, buf, lba_size, (off_t)(lba * lba_size));
+			if (got <= 0)
+				continue;
+			int zero = 1, pat = 1;
+			for (uint32_t i = 0; i < (uint32_t)got / 8u; i++) {
+				zero &= buf[i] == 0;
+				pat &= buf[i] == bench_word(c, lba, i);
+			}
+			if (!zero && !pat)
+				rc = ib_fail(err, errlen, -EINVAL,
+					     "--prefill=1 would write the verification pattern over %s, which holds other "
+					     "data (at byte %llu): refused (--prefill=force to overwrite it; without "
+					     "--prefill reads are checked against the file's own content)",
+					     ps->p[c], (unsigned long long)(lba * lba_size));
+		}
+		close(fd);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Map each controller's media file read-only for BENCH_VERIFY_CONTENT. 0, or -errno
+ * with why in why (then nothing is mapped). */
+struct refmap {
+	uint32_t n;
+	const uint8_t *p[BAM_MAX_CTRLS];
+	uint64_t len;
+};
+
+static int ref_map(const struct paths *ps, uint32_t n_ctrl, uint64_t len, struct refmap *m, char *why, size_t whylen)
+{
+	memset(m, 0, sizeof(*m));
+	if (ps->n != n_ctrl)
+		return ib_fail(why, whylen, -ENOENT, "no media file to compare with");
+	m->len = len;
+	for (uint32_t c = 0; c < n_ctrl; c++) {
+		int fd = open(ps->p[c], O_RDONLY | O_CLOEXEC);
+		void *p = fd < 0 ? MAP_FAILED : mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+		if (fd >= 0)
+			close(fd);
+		if (p == MAP_FAILED) {
+			for (uint32_t i = 0; i < m->n; i++)
+				munmap((void *)m->p[i], len);
+			m->n = 0;
+			return ib_fail(why, whylen, -errno, "%s could not be mapped to compare with", ps->p[c]);
+		}
+		m->p[m->n++] = p;
+	}
+	return 0;
+}
+
+static void ref_unmap(struct refmap *m)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		munmap((void *)m->p[i], m->len);
+	m->n = 0;
+}
+
+/* Where a write run's writes landed before its Flush, one phrase */
+static void write_cache_desc(uint32_t flags, const char *desc, char *out, size_t n)
+{
+	if (flags & BAM_BACKEND_F_MEDIA_MEMORY) {
+		snprintf(out, n, "none: the media are memory");
+		return;
+	}
+	if (flags & BAM_BACKEND_F_MEDIA_MAPPED) {
+		snprintf(out, n, "the page cache (memory-mapped media file, written back at the close)");
+		return;
+	}
+	struct bench_files f;
+	char e[256];
+	if (bench_files_parse(desc, &f, e, sizeof(e))) {
+		snprintf(out, n, "the controller's own (if any)");
+		return;
+	}
+	if (bench_files_open(&f, e, sizeof(e)))
+		snprintf(out, n, "%s", f.direct == 1 ? "none (O_DIRECT)" : "the page cache (direct=0)");
+	else if (f.n_direct == f.n)
+		snprintf(out, n, "none (O_DIRECT)");
+	else if (f.n_direct == 0)
+		snprintf(out, n, "the page cache (%s)", f.direct == 1 ? "O_DIRECT refused by the file system" : "direct=0");
+	else
+		snprintf(out, n, "the page cache for %u of %u files", f.n - f.n_direct, f.n);
+	bench_files_free(&f);
+}
+
 /* CPU-target baseline: host threads copy random bs-byte chunks of a host buffer. */
 struct cpu_base {
 	uint8_t *src, *dst;
@@ -191,9 +398,9 @@ static void cpu_base_thread(void *arg, uint64_t tid)
 	}
 }
 
-static int cpu_baseline(uint64_t bs, uint64_t threads, double *bps, double *cps)
+static int cpu_baseline(uint64_t bs, uint64_t region, uint64_t threads, double *bps, double *cps)
 {
-	struct cpu_base b = {.region = 256ull << 20, .bs = bs, .per = (64ull << 20) / bs / (threads ? threads : 1) + 1};
+	struct cpu_base b = {.region = region, .bs = bs, .per = (64ull << 20) / bs / (threads ? threads : 1) + 1};
 	b.src = malloc(b.region);
 	b.dst = malloc(threads * bs);
 	if (!b.src || !b.dst) {
@@ -302,6 +509,9 @@ static void fail_summary(const struct bench_out *res, const struct cmp_out *cmp,
 				      (unsigned long long)res->verify_fail, res->first_status ? " (first NVMe status: " : "",
 				      res->first_status ? nvme_status_name((uint16_t)res->first_status) : "",
 				      res->first_status ? ")" : "");
+	if (res->flush_errors && n < errlen)
+		n += (size_t)snprintf(err + n, errlen - n, "%s%llu Flush commands failed (the writes may not be on the media)",
+				      n ? "\n" : "", (unsigned long long)res->flush_errors);
 	for (int k = 0; k < 2; k++)
 		if (cmp->ran[k] && cmp->r[k].verify_fail && n < errlen)
 			n += (size_t)snprintf(err + n, errlen - n, "%scompare %s: %llu verification failures", n ? "\n" : "",
@@ -385,23 +595,62 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	 * gigabytes of memory) runs: the string itself, and GPU media off the GPU target */
 	if ((rc = ib_precheck(given, backend, tgt == BAM_TARGET_GPU ? NULL : "this run is on the CPU target", err, errlen)))
 		return rc;
+	const uint32_t be_flags = ib_backend_flags(given);
+	const int emulated = !!(be_flags & (BAM_BACKEND_F_MEDIA_MEMORY | BAM_BACKEND_F_MEDIA_MAPPED));
+	/* the default region: storage larger than GPU memory (bam/iobench.h) */
+	if (o.size_auto && tgt == BAM_TARGET_GPU && (be_flags & BAM_BACKEND_F_MEDIA_MEMORY) && !media_gpu &&
+	    (be_flags & BAM_BACKEND_F_SIZABLE)) {
+#ifdef BAM_HAVE_CUDA
+		uint64_t gpu_mem = 0, host = 0;
+		if (!bench_gpu_mem_total(&gpu_mem) && !bam_mem_available(BAM_TARGET_CPU, BAM_MEM_HOST_PINNED, &host)) {
+			uint64_t want = 2 * gpu_mem;
+			if (want > host / 2)
+				want = host / 2;
+			want &= ~((1ull << 30) - 1);
+			o.size = want < (1ull << 30) ? 1ull << 30 : want;
+			if ((rc = bam_iobench_backend(&o, backend, sizeof(backend), err, errlen)))
+				return rc;
+		}
+#endif
+	}
 	if (!o.threads)
 		o.threads = tgt == BAM_TARGET_GPU ? 65536 : 16;
-	if (!o.number_ios && o.runtime <= 0)
-		o.number_ios = o.threads * 64;
+	if (!o.number_ios && o.runtime <= 0) {
+		/* the default run (bam/iobench.h): the region once, at least 64 I/Os per
+		 * thread, at most BAM_IOBENCH_DEFAULT_RUN seconds */
+		o.number_ios = o.size / o.bs > o.threads * 64 ? o.size / o.bs : o.threads * 64;
+		o.runtime = BAM_IOBENCH_DEFAULT_RUN;
+	}
 	if (o.number_ios && o.number_ios < o.threads)
 		o.threads = o.number_ios;
+	uint64_t base_region = 0;
+	uint32_t base_inflight = 1;
+	double copy_bps = 0;
 	if (want_base) {
 		int brc;
 #ifdef BAM_HAVE_CUDA
 		if (tgt == BAM_TARGET_GPU) {
-			brc = bench_gpu_chunk_baseline((uint32_t)o.bs, 4ull << 30, o.threads * 32 > (1u << 20) ? (1u << 20) : o.threads * 32,
-						       (16ull << 30) / o.bs, media_gpu, &base_bps, &base_cps);
+			/* the limit over the run's own region (host memory: at most 3/4 of what is
+			 * available; it is freed before the back end's media are allocated) */
+			uint64_t avail = 0;
+			base_region = o.size;
+			if (!bam_mem_available(media_gpu ? BAM_TARGET_GPU : BAM_TARGET_CPU,
+					       media_gpu ? BAM_MEM_DEVICE : BAM_MEM_HOST_PINNED, &avail) &&
+			    base_region > avail / 4 * 3)
+				base_region = avail / 4 * 3;
+			base_region -= base_region % o.bs;
+			base_inflight = BENCH_LIMIT_INFLIGHT;
+			brc = bench_gpu_limit((uint32_t)o.bs, base_region, base_inflight, media_gpu, &base_bps, &base_cps,
+					      media_gpu ? NULL : &copy_bps);
 			if (!brc)
 				bench_gpu_hbm_baseline(8ull << 30, &hbm_bps);
 		} else
 #endif
-			brc = cpu_baseline(o.bs, o.threads > 64 ? 64 : o.threads, &base_bps, &base_cps);
+		{
+			base_region = o.size < (1ull << 30) ? o.size : 1ull << 30;
+			base_region -= base_region % o.bs;
+			brc = cpu_baseline(o.bs, base_region, o.threads > 64 ? 64 : o.threads, &base_bps, &base_cps);
+		}
 		if (brc)
 			want_base = 0;
 	}
@@ -448,6 +697,11 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 		}
 	}
 
+	if (o.iodepth > bam_ctx_queue_depth(ctx)) {
+		bam_ctx_close(ctx);
+		return ib_fail(err, errlen, -EINVAL, "--iodepth=%u: above the queue depth %u (--queue-depth)", o.iodepth,
+			       bam_ctx_queue_depth(ctx));
+	}
 	struct bench_args a;
 	memset(&a, 0, sizeof(a));
 	a.dev = bam_ctx_dev(ctx);
@@ -456,16 +710,77 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	a.n_ctrl = n_ctrl;
 	a.iodepth = o.iodepth;
 	a.rwmix_read = o.rwmix_read;
-	a.verify = (uint32_t)o.verify;
+	a.verify = BENCH_VERIFY_OFF;
 	a.rw = (uint32_t)o.rw;
 	a.nblocks = nblocks;
 	a.threads = o.threads;
 	a.ios_per_thread = o.number_ios ? (o.number_ios + o.threads - 1) / o.threads : 0;
 	a.runtime_ns = (uint64_t)(o.runtime * 1e9);
+	a.ramp_ns = (uint64_t)(o.ramp_time * 1e9);
 	a.seed = o.seed;
 
+	/* what reads are checked against; whether the pattern is written first. A read run
+	 * writes nothing to storage (files, devices) unless the caller asked (prefill) */
+	const int reads = o.rw != BAM_IOBENCH_WRITE && o.rw != BAM_IOBENCH_RANDWRITE;
+	const int writes = o.rw != BAM_IOBENCH_READ && o.rw != BAM_IOBENCH_RANDREAD;
+	int do_prefill = 0;
+	struct refmap ref;
+	memset(&ref, 0, sizeof(ref));
+	const uint64_t per_ctrl_bytes = per_ctrl_blocks * o.bs;
+	if (!reads) {
+		snprintf(r->verify_why, sizeof(r->verify_why), "nothing read (writes only)");
+	} else if (!o.verify) {
+		snprintf(r->verify_why, sizeof(r->verify_why), "--verify=0");
+	} else if (o.prefill == BAM_IOBENCH_PREFILL_NO) {
+		a.verify = BENCH_VERIFY_PATTERN;
+		snprintf(r->verify_why, sizeof(r->verify_why), "the pattern an earlier run wrote (--prefill=0)");
+	} else if (emulated || o.prefill != BAM_IOBENCH_PREFILL_AUTO) {
+		struct paths ps = {0};
+		if (!emulated && o.prefill == BAM_IOBENCH_PREFILL_YES) {
+			rc = bam_backend_media(bam_ctx_backend_desc(ctx), add_path, &ps, NULL, 0);
+			if (!rc)
+				rc = storage_prefill_check(&ps, ns.lba_size, per_ctrl_bytes, err, errlen);
+			paths_free(&ps);
+			if (rc) {
+				bam_ctx_close(ctx);
+				return rc == -EINVAL ? rc : ib_fail(err, errlen, rc, "--prefill: %s", bam_strerror(rc));
+			}
+		}
+		do_prefill = 1;
+		a.verify = BENCH_VERIFY_PATTERN;
+		snprintf(r->verify_why, sizeof(r->verify_why), "the pattern written over the region first%s",
+			 emulated ? " (emulated media)" : " (--prefill)");
+	} else if (writes) {
+		snprintf(r->verify_why, sizeof(r->verify_why),
+			 "reads mixed with writes over data the run did not write (--prefill=1 to check them)");
+	} else if (bam_ctx_target(ctx) == BAM_TARGET_GPU) {
+		snprintf(r->verify_why, sizeof(r->verify_why),
+			 "storage not written by the run; its content is not checked on the GPU target (--prefill=1 to check a pattern)");
+	} else {
+		struct paths ps = {0};
+		char why[160];
+		rc = bam_backend_media(bam_ctx_backend_desc(ctx), add_path, &ps, NULL, 0);
+		if (!rc && !ref_map(&ps, n_ctrl, per_ctrl_bytes, &ref, why, sizeof(why))) {
+			a.verify = BENCH_VERIFY_CONTENT;
+			a.ref = bam_mem_alloc(ctx, BAM_MEM_DEVICE, n_ctrl * sizeof(void *)); /* (host memory here) */
+			if (a.ref)
+				memcpy((void *)a.ref, ref.p, n_ctrl * sizeof(void *));
+			else
+				a.verify = BENCH_VERIFY_OFF;
+			snprintf(r->verify_why, sizeof(r->verify_why), "the file's own content, mapped read-only");
+		} else {
+			snprintf(r->verify_why, sizeof(r->verify_why), "storage not written by the run: %s",
+				 rc ? "its media could not be listed" : why);
+		}
+		paths_free(&ps);
+		rc = 0;
+	}
+	r->verify_mode = (int)a.verify;
+	if (writes)
+		write_cache_desc(be_flags, bam_ctx_backend_desc(ctx), r->write_cache, sizeof(r->write_cache));
+
 	/* prefill the tested region with the pattern (reads verify against it) */
-	if (o.verify && o.prefill && o.rw != BAM_IOBENCH_WRITE && o.rw != BAM_IOBENCH_RANDWRITE) {
+	if (do_prefill) {
 		struct prefill p = {.ctx = ctx, .a = &a, .per_ctrl_bytes = per_ctrl_blocks * o.bs, .chunk = 4ull << 20};
 		p.nchunks = (p.per_ctrl_bytes + p.chunk - 1) / p.chunk;
 		ib_say(o.msg, o.msg_arg, BAM_IOBENCH_MSG_NOTE,
@@ -478,6 +793,7 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 			bam_ctx_close(ctx);
 			return ib_fail(err, errlen, -EIO, "prefill failed: %s", bam_strerror(p.rc));
 		}
+		r->prefilled = 1;
 		/* files: the pattern went through the page cache; write it back now, or the
 		 * first direct reads of each range would wait for it during the run */
 		if (files_sync(bam_ctx_backend_desc(ctx), err, errlen)) {
@@ -498,6 +814,27 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 			       (unsigned long long)(nbuf * o.bs));
 	}
 	a.out = dout;
+	{
+		/* the series' minima start at the largest value */
+		struct bench_out *init = calloc(1, sizeof(*init));
+		if (!init) {
+			bam_ctx_close(ctx);
+			return ib_fail(err, errlen, -ENOMEM, "cannot allocate %zu bytes", sizeof(*init));
+		}
+		for (int i = 0; i < BENCH_LAT_STRIPES; i++)
+			for (int k = 0; k < 3; k++)
+				init->lat[i][k][0].min = init->lat[i][k][1].min = ~0ull;
+		bam_mem_copy(ctx, dout, init, sizeof(*init));
+		free(init);
+	}
+	if (o.iodepth > BENCH_LOCAL_SLOTS) {
+		a.slots = bam_mem_alloc(ctx, BAM_MEM_DEVICE, nbuf * sizeof(struct bench_slot));
+		if (!a.slots) {
+			bam_ctx_close(ctx);
+			return ib_fail(err, errlen, -ENOMEM, "cannot allocate %llu bytes for the I/Os in flight",
+				       (unsigned long long)(nbuf * sizeof(struct bench_slot)));
+		}
+	}
 	if (o.bs > 2 * NVME_PAGE_SIZE) {
 		/* PRP lists for every buffer, built once (no allocation in the I/O path) */
 		a.prp_stride = bam_prp_list_bytes(0, o.bs);
@@ -531,17 +868,31 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 				.runtime = o.runtime, .quiet = !o.progress, .o = po};
 	pthread_t pth;
 	pthread_create(&pth, NULL, progress_main, pr);
-	double t0 = now_s(), elapsed = 0;
+	double t0 = now_s(), elapsed = 0, flush_s = 0;
 	if (bam_ctx_target(ctx) == BAM_TARGET_GPU) {
 #ifdef BAM_HAVE_CUDA
 		void *h = NULL;
-		double ms = 0;
+		double ms = 0, fms = 0;
 		if (dbg)
 			ib_say(o.msg, o.msg_arg, BAM_IOBENCH_MSG_DEBUG, "launching the kernel");
-		rc = bench_gpu_start(&a, &h);
+		rc = bench_gpu_start(&a, writes, &h, &r->gpu);
+		{
+			/* the controller's share: a back end whose controllers run on the GPU
+			 * (the emulator's persistent kernel), as src/backends/emu/emu_gpu.cu sizes
+			 * it: --ctrl-workers warps per controller, else 64 warps in all (at least
+			 * 4 per controller), in blocks of 4 warps, one block per SM (launched on
+			 * an idle GPU). A workers= in the back-end string is not seen here. */
+			const struct bam_backend_ops *ops = bam_backend_find(given, strcspn(given, ":"));
+			if (ops && ops->gpu_resident && r->gpu.valid) {
+				uint32_t w = o.ctrl_workers ? o.ctrl_workers : (64u / n_ctrl < 4 ? 4 : 64u / n_ctrl);
+				r->gpu.ctrl_warps = w * n_ctrl;
+				r->gpu.ctrl_blocks = (r->gpu.ctrl_warps + 3) / 4;
+				r->gpu.ctrl_sms = r->gpu.ctrl_blocks < r->gpu.sms ? r->gpu.ctrl_blocks : r->gpu.sms;
+			}
+		}
 		/* watchdog: every wait in the kernel is bounded, so it must end within the run
 		 * time plus a few timeouts; if not, say what the queues look like and give up */
-		double limit = (o.runtime > 0 ? o.runtime : 60.0) + 4.0 * (double)o.timeout_ms / 1e3 + 30.0;
+		double limit = (o.runtime > 0 ? o.runtime + o.ramp_time : 60.0) + 4.0 * (double)o.timeout_ms / 1e3 + 30.0;
 		while (!rc && bench_gpu_done(h) == 0) {
 			usleep(10000);
 			if (now_s() - t0 > limit) {
@@ -556,18 +907,22 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 			}
 		}
 		if (!rc)
-			rc = bench_gpu_finish(h, &ms);
+			rc = bench_gpu_finish(h, &ms, &fms);
 		if (dbg)
 			ib_say(o.msg, o.msg_arg, BAM_IOBENCH_MSG_DEBUG, "kernel done (%.3f ms)", ms);
-		elapsed = ms / 1e3;
+		elapsed = ms / 1e3; /* (the Flush's kernel included) */
+		flush_s = fms / 1e3;
 #endif
 	} else {
 		struct bench_args *ap = &a;
-		/* CPU target: logical threads run one after another on the host threads, so
-		 * the run time is one deadline for the whole run, not per logical thread */
-		if (a.runtime_ns)
-			a.deadline_ns = bam_time_ns() + a.runtime_ns;
+		/* logical threads run one after another on the host threads: the run's end
+		 * is one deadline from the first thread's start (bench_thread) */
 		rc = bam_cpu_launch(o.threads, (uint32_t)(o.threads > 1024 ? 1024 : o.threads), cpu_bench_thread, ap);
+		if (!rc && writes) {
+			double f0 = now_s();
+			rc = bam_cpu_launch(n_ctrl, n_ctrl, cpu_flush_thread, ap);
+			flush_s = now_s() - f0;
+		}
 		elapsed = now_s() - t0;
 	}
 	__atomic_store_n(&pr->done, 1, __ATOMIC_RELEASE);
@@ -582,6 +937,9 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
 		bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, a.slots);
+		bam_mem_free(ctx, BAM_MEM_DEVICE, (void *)a.ref);
+		ref_unmap(&ref);
 		bam_ctx_close(ctx);
 		return -EIO;
 	}
@@ -606,16 +964,38 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	r->qpairs = bam_ctx_qpairs(ctx);
 	r->queue_depth = bam_ctx_queue_depth(ctx);
 	snprintf(r->backend, sizeof(r->backend), "%s", bam_ctx_backend_desc(ctx));
+	r->size = o.size;
+	r->number_ios = a.ios_per_thread * o.threads;
+	r->runtime = o.runtime;
 	r->ios = res.ios;
 	r->reads = res.reads;
 	r->writes = res.writes;
 	r->bytes = res.bytes;
+	r->ramp_ios = res.ramp_ios;
+	r->verified = res.verified;
+	r->flushes = res.flushes;
+	r->flush_errors = res.flush_errors;
+	r->flush_seconds = flush_s; /* (the Flush launch as timed by the host or CUDA events) */
+	/* the measured window: with a ramp, from its end to the last completion (the run's
+	 * own clock), then the Flush; else the whole run with the Flush */
+	if (a.ramp_ns)
+		elapsed = res.t_last > res.t_start + a.ramp_ns ? (double)(res.t_last - res.t_start - a.ramp_ns) / 1e9 + flush_s : 0;
 	r->seconds = elapsed;
 	r->iops = elapsed > 0 ? (double)res.ios / elapsed : 0;
 	r->MBps = elapsed > 0 ? (double)res.bytes / elapsed / 1e6 : 0;
-	r->lat_p50_ns = percentile(&res, 0.50);
-	r->lat_p99_ns = percentile(&res, 0.99);
-	r->lat_p999_ns = percentile(&res, 0.999);
+	for (int d = 0; d < 2; d++) {
+		struct bam_iobench_dir *x = &r->dir[d];
+		x->ios = d ? res.writes : res.reads;
+		x->bytes = x->ios * o.bs;
+		x->iops = rate(x->ios, elapsed);
+		x->MBps = rate(x->bytes, elapsed) / 1e6;
+		lat_result(&res, BENCH_LAT, d, &x->lat);
+		lat_result(&res, BENCH_CLAT, d, &x->clat);
+		lat_result(&res, BENCH_SLAT, d, &x->slat);
+	}
+	r->lat_p50_ns = percentile_all(&res, BENCH_LAT, 0.50);
+	r->lat_p99_ns = percentile_all(&res, BENCH_LAT, 0.99);
+	r->lat_p999_ns = percentile_all(&res, BENCH_LAT, 0.999);
 	r->submit_mean_us = res.ios ? res.submit_ns / 1e3 / res.ios : 0;
 	r->errors = res.errors;
 	r->timeouts = res.timeouts;
@@ -627,15 +1007,22 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	r->injected = tot.injected;
 	r->late = tot.qp.late;
 	r->baseline = want_base;
+	r->baseline_region = base_region;
+	r->baseline_inflight = base_inflight;
+	r->copy_engine_bps = copy_bps;
+	r->baseline_limit = !on_gpu ? "host memory read by the CPU"
+			    : media_gpu ? "GPU memory (HBM) read by the SMs"
+					: "PCIe read of pinned host memory by the SMs (zero-copy loads)";
 	/* what the baseline read */
 	r->baseline_what = !on_gpu ? "host threads copying random bs chunks of host memory"
-			   : media_gpu ? "plain kernel reading random bs chunks of GPU memory (where emu:media=gpu keeps the data)"
-				       : "plain kernel reading random bs chunks of pinned host memory";
+			   : media_gpu ? "a kernel, each warp with several random bs chunks of GPU memory in flight (where "
+					 "emu:media=gpu keeps the data)"
+				       : "a kernel, each warp with several random bs chunks of pinned host memory in flight";
 	r->baseline_chunks_per_s = base_cps;
 	r->baseline_bps = base_bps;
 	r->baseline_ratio_bw = base_bps > 0 ? r->MBps * 1e6 / base_bps : 0;
 	r->hbm_bps = hbm_bps;
-	int failed = res.errors || res.timeouts || res.verify_fail;
+	int failed = res.errors || res.timeouts || res.verify_fail || res.flush_errors;
 	if (res.timeouts || dbg) {
 		if (o.dump)
 			bam_ctx_dump(ctx, o.dump);
@@ -643,6 +1030,9 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	bam_mem_free(ctx, BAM_MEM_DEVICE, a.buf);
 	bam_mem_free(ctx, BAM_MEM_DEVICE, dout);
 	bam_mem_free(ctx, BAM_MEM_DEVICE, a.prp);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, a.slots);
+	bam_mem_free(ctx, BAM_MEM_DEVICE, (void *)a.ref);
+	ref_unmap(&ref);
 	bam_ctx_close(ctx);
 
 	/* the comparisons run now, with the back end's service threads gone */
@@ -652,7 +1042,7 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 		struct bench_cmp_cfg cc = {.bs = (uint32_t)o.bs, .lba_shift = a.lba_shift, .nblocks = nblocks,
 					   .random = o.rw == BAM_IOBENCH_RANDREAD, .runtime = o.runtime,
 					   .total_ios = o.number_ios ? a.ios_per_thread * o.threads : 0,
-					   .verify = o.verify, .gpu = on_gpu, .seed = o.seed,
+					   .verify = a.verify == BENCH_VERIFY_PATTERN, .gpu = on_gpu, .seed = o.seed,
 					   .stall_ns = (o.timeout_ms < 2500 ? 2500 : o.timeout_ms) * 4000000ull};
 		rc = run_compare(&o, r->backend, &cc, &cmp);
 		if (rc == -ETIMEDOUT) {

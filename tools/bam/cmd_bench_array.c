@@ -35,6 +35,7 @@ static void print_json(const struct bam_arraybench_opts *o, const struct bam_arr
 		       const char *fail)
 {
 	cJSON *j = cJSON_CreateObject();
+	bench_json_head(j, "bench --array");
 	cJSON_AddStringToObject(j, "pattern", pat_names[o->pattern]);
 	cJSON_AddStringToObject(j, "target", r->target == BAM_TARGET_GPU ? "gpu" : "cpu");
 	cli_json_add_str(j, "backend", r->backend);

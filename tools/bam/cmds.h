@@ -13,6 +13,10 @@ int bam_cmd_table(int argc, char **argv);
 int bam_cmd_query(int argc, char **argv);
 int bam_bench_array(int argc, char **argv);
 int bam_cmd_vecadd(int argc, char **argv);
+/* The keys every `bam bench` JSON object starts with: program, command, timestamp, time
+ * (docs/BENCH-JSON.md). */
+struct cJSON;
+void bench_json_head(struct cJSON *j, const char *command);
 /* the option tables of bam bench and bam bench --array (each names the other's options
  * when one is given to the wrong mode) */
 extern const struct option bench_io_options[];

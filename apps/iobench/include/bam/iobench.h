@@ -5,10 +5,13 @@
  *
  *   bam_iobench_run     the I/O engine under load, fio-like: GPU (or CPU-target) threads
  *                       keep iodepth commands each in flight through bam_dev_io_submit /
- *                       bam_dev_io_wait; every block read is checked against a pattern
- *                       derived from its LBA. With its physical baseline measured in the
- *                       same run and, for the file back end, the same reads orchestrated
- *                       by the CPU (posix pread + copy, io_uring) for comparison.
+ *                       bam_dev_io_wait; blocks read are checked against a pattern
+ *                       derived from their LBA (emulated media, or storage the caller
+ *                       asked to prefill) or against the file's own content (CPU target),
+ *                       never written by a read run unless asked (opts.prefill). Write
+ *                       runs end with a Flush, in the time. With the limit of the data's
+ *                       path measured in the same run and, for the file back end, the
+ *                       same reads orchestrated by the CPU (posix pread + copy, io_uring).
  *   bam_arraybench_run  the cache and array API under load (hit bandwidth, miss IOPS,
  *                       warp coalescing), against the HBM read bandwidth.
  *
@@ -54,7 +57,7 @@ typedef void (*bam_iobench_msg_fn)(void *arg, enum bam_iobench_msg_kind kind, co
 
 /* ---- bam_iobench_run --------------------------------------------------------------- */
 
-#define BAM_IOBENCH_MAX_IODEPTH 32
+#define BAM_IOBENCH_MAX_IODEPTH 65536 /* and at most the queue depth */
 
 enum bam_iobench_rw {
 	BAM_IOBENCH_READ,      /* blocks in order, each thread its own stride */
@@ -70,6 +73,31 @@ enum bam_iobench_rw {
 
 #define BAM_IOBENCH_BASELINE_AUTO 2 /* opts.baseline: measured for reads only */
 
+/* opts.prefill: whether the verification pattern is written over the region first */
+enum bam_iobench_prefill {
+	BAM_IOBENCH_PREFILL_NO = 0,    /* the media hold the pattern already (an earlier run
+					* wrote it): verify against it, write nothing */
+	BAM_IOBENCH_PREFILL_YES = 1,   /* write it: refused (-EINVAL) on a block device and on
+					* a file holding other data (neither zeros nor the pattern) */
+	BAM_IOBENCH_PREFILL_FORCE = 2, /* write it even there */
+	BAM_IOBENCH_PREFILL_AUTO = 3,  /* the default: emulated media (BAM_BACKEND_F_MEDIA_MEMORY,
+					* _MAPPED) get the pattern; storage (files, devices) is not
+					* written: reads are checked against its content (CPU target,
+					* files) or not at all (said in the result) */
+};
+
+/* How reads were checked (result.verify_mode) */
+enum bam_iobench_verify {
+	BAM_IOBENCH_VERIFY_OFF = 0,     /* not checked (result.verify_why says why) */
+	BAM_IOBENCH_VERIFY_PATTERN = 1, /* every word against the LBA-derived pattern */
+	BAM_IOBENCH_VERIFY_CONTENT = 2, /* every byte against the file's content, mapped read-only */
+};
+
+/* Percentiles reported (fio's default list), in result.*.pct_ns order:
+ * const double pct[BAM_IOBENCH_NPCT] = BAM_IOBENCH_PCT; */
+#define BAM_IOBENCH_NPCT 17
+#define BAM_IOBENCH_PCT {1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99}
+
 struct bam_iobench_opts {
 	const char *backend;     /* back-end string (NULL: "emu"); one that creates media of
 				  * a size the caller may choose gets size= for 'size' bytes */
@@ -79,17 +107,19 @@ struct bam_iobench_opts {
 	uint64_t bs;             /* bytes per I/O: 512 B to 1 MiB, a multiple of 512 and of the LBA size */
 	const char *bs_text;     /* bs as the caller wrote it, for messages (NULL: the number) */
 	uint64_t size;           /* bytes of the region tested over all controllers, >= bs */
-	double runtime;          /* seconds to run (0: until number_ios) */
-	uint64_t number_ios;     /* I/Os in all, rounded up to a multiple of threads (0: threads *
-				  * 64 when runtime is 0, else no count limit) */
+	uint64_t size_auto;      /* set by bam_iobench_opts_init: size is the default (0: given) */
+	double runtime;          /* seconds to run after the ramp (0: until number_ios) */
+	double ramp_time;        /* seconds run first and not counted (fio's ramp_time) */
+	uint64_t number_ios;     /* I/Os in all (after the ramp), rounded up to a multiple of
+				  * threads (0: see BAM_IOBENCH_DEFAULT_RUN when runtime is 0, else
+				  * no count limit) */
 	uint64_t threads;        /* GPU threads / CPU-target logical threads (0: 65536 GPU, 16 CPU) */
-	uint32_t iodepth;        /* I/Os in flight per thread, 1..BAM_IOBENCH_MAX_IODEPTH */
+	uint32_t iodepth;        /* I/Os in flight per thread, 1..queue depth */
 	uint32_t qpairs, queue_depth, ctrl_workers; /* bam_ctx_opts (0: the defaults) */
 	uint64_t timeout_ms;     /* bound of each wait for a completion */
 	uint64_t seed;
-	int verify;              /* check every word of every block read */
-	int prefill;             /* write the pattern over the region before verified reads; 0:
-				  * the media hold it from an earlier run (not for in-memory media) */
+	int verify;              /* check the blocks read (how: result.verify_mode) */
+	int prefill;             /* enum bam_iobench_prefill */
 	int baseline;            /* 0, 1 or BAM_IOBENCH_BASELINE_AUTO */
 	uint32_t compare;        /* BAM_IOBENCH_CMP_* (reads of the file back end only) */
 	uint32_t posix_threads;  /* 0: the online CPUs, at most 64 */
@@ -102,8 +132,12 @@ struct bam_iobench_opts {
 				  * (bam_ctx_dump); NULL: not written */
 };
 
-/* `bam bench`'s defaults: emu, randread, 4 KiB over 1 GiB, iodepth 1, verify and prefill
- * on, the baseline for reads, a 5 s timeout, seed 1, 128 reads in flight per uring thread. */
+/* `bam bench`'s defaults: emu, randread, 4 KiB, iodepth 1, verify on, prefill AUTO, the
+ * baseline for reads, a 5 s timeout, seed 1, 128 reads in flight per uring thread. The
+ * region (size, with size_auto set): on the GPU target with emulated media in host
+ * memory, 2x the GPU's memory (storage larger than GPU memory: its caches and address
+ * translation do not hold it), at most half the available host memory, at least 1 GiB,
+ * in whole GiB; else 1 GiB. */
 void bam_iobench_opts_init(struct bam_iobench_opts *o);
 
 /* The back-end string the run opens (opts.backend with size= added where it applies), as
@@ -123,6 +157,40 @@ struct bam_iobench_compare {
 	char first_error[160];   /* "" when no read failed */
 };
 
+/* The default length of a run without runtime and number_ios: the region once (size / bs
+ * I/Os, fio's size-based default), at least 64 I/Os per thread, and at most this many
+ * seconds (a runtime that applies then). */
+#define BAM_IOBENCH_DEFAULT_RUN 10.0
+
+/* One latency series, from a log-linear histogram (values within 0.8%) and exact
+ * min/max/mean/stdev */
+struct bam_iobench_lat {
+	uint64_t n, min_ns, max_ns;
+	double mean_ns, stdev_ns;
+	uint64_t pct_ns[BAM_IOBENCH_NPCT]; /* at BAM_IOBENCH_PCT */
+};
+
+/* One direction's figures (reads, writes) */
+struct bam_iobench_dir {
+	uint64_t ios, bytes;
+	double iops, MBps;            /* over result.seconds */
+	struct bam_iobench_lat lat;   /* submission start to completion seen */
+	struct bam_iobench_lat clat;  /* submission returned to completion seen */
+	struct bam_iobench_lat slat;  /* the submission (bam_dev_io_submit_ex) */
+};
+
+/* What the I/O path holds of the GPU (GPU target) */
+struct bam_iobench_gpu_use {
+	int valid;
+	uint32_t sms;                 /* the GPU's SMs */
+	uint32_t max_warps_per_sm;
+	uint32_t app_blocks, app_threads_per_block; /* the bench kernel's launch */
+	uint32_t app_blocks_per_sm;   /* resident at once (occupancy) */
+	uint32_t app_sms;             /* SMs the bench kernel's blocks occupy at once */
+	uint32_t ctrl_blocks, ctrl_warps; /* the emulated controller's persistent kernel (0: none on the GPU) */
+	uint32_t ctrl_sms;            /* SMs its blocks sit on (one block per SM, launched on an idle GPU) */
+};
+
 struct bam_iobench_result {
 	int complete;            /* the run ended and every field below is set */
 	int stuck;               /* see -ETIMEDOUT above */
@@ -131,9 +199,21 @@ struct bam_iobench_result {
 	enum bam_target target;  /* GPU or CPU */
 	uint64_t threads;        /* after defaults and the I/O count */
 	uint32_t controllers, qpairs, queue_depth;
-	/* the bam run */
+	uint64_t size;           /* the region, after the default */
+	uint64_t number_ios;     /* the I/O count limit (0: none) */
+	double runtime;          /* the time limit (0: none), after the default */
+	int verify_mode;         /* enum bam_iobench_verify */
+	char verify_why[256];    /* how or why not, one phrase */
+	int prefilled;           /* the pattern was written over the region */
+	char write_cache[160];   /* write runs: where writes landed before the Flush ("" reads) */
+	/* the bam run (after the ramp) */
 	uint64_t ios, reads, writes, bytes;
-	double seconds, iops, MBps;
+	double seconds, iops, MBps; /* seconds: the measured window, the Flush included */
+	uint64_t ramp_ios;       /* I/Os of the ramp, not in the figures */
+	uint64_t verified;       /* blocks checked */
+	struct bam_iobench_dir dir[2]; /* [0] reads, [1] writes */
+	uint64_t flushes, flush_errors; /* Flush commands after a write run (one per controller) */
+	double flush_seconds;    /* the longest Flush: in seconds (the run's end) */
 	uint64_t lat_p50_ns, lat_p99_ns, lat_p999_ns; /* lower bounds of log-linear buckets */
 	double submit_mean_us;   /* of the latency, the submission's share (mean) */
 	uint64_t errors;         /* completions with a non-zero NVMe status */
@@ -141,11 +221,16 @@ struct bam_iobench_result {
 	uint64_t verify_failures;
 	uint16_t first_status;   /* the first non-zero NVMe status (nvme_status_name) */
 	uint64_t commands, submitted, doorbells, injected, late; /* bam_ctrl_stats, summed */
-	/* the physical baseline of the same run */
+	/* the limit of the data's path, measured in the same run */
 	int baseline;            /* 1 when measured */
-	const char *baseline_what;
+	const char *baseline_what;  /* what the kernel (or host threads) did */
+	const char *baseline_limit; /* the limit's name, e.g. "PCIe read of pinned host memory" */
+	uint64_t baseline_region;   /* bytes it read over (random bs chunks) */
+	uint32_t baseline_inflight; /* independent loads in flight per thread */
 	double baseline_chunks_per_s, baseline_bps, baseline_ratio_bw; /* ratio: bam / baseline */
+	double copy_engine_bps;  /* GPU target, host media: cudaMemcpy host to device (0: not measured) */
 	double hbm_bps;          /* GPU target: the HBM read bandwidth (0: not measured) */
+	struct bam_iobench_gpu_use gpu;
 	/* compare[0] posix, compare[1] uring */
 	uint32_t compare_files, compare_direct_files; /* files read, of those with O_DIRECT */
 	struct bam_iobench_compare compare[2];
