@@ -16,6 +16,45 @@
 #endif
 #include "bam/cache.h"
 #include "ctx_internal.h"
+#include "bam/version.h"
+
+int bam_ctx_io_error(struct bam_ctx *ctx, int clear, int *err, uint32_t *nvme_status, uint64_t *n_errors)
+{
+	struct {
+		uint32_t error, error_status;
+		uint64_t n_errors;
+	} w;
+	BAM_STATIC_ASSERT(offsetof(struct bam_dev, error_status) == offsetof(struct bam_dev, error) + 4 &&
+				  offsetof(struct bam_dev, n_errors) == offsetof(struct bam_dev, error) + 8,
+			  "the error words are contiguous");
+	uint8_t *src = (uint8_t *)ctx->dev + offsetof(struct bam_dev, error);
+	int rc = bam_mem_copy(ctx, &w, src, sizeof(w));
+	if (rc)
+		return rc;
+	if (err)
+		*err = (int)w.error;
+	if (nvme_status)
+		*nvme_status = w.error_status;
+	if (n_errors)
+		*n_errors = w.n_errors;
+	if (clear) {
+		memset(&w, 0, sizeof(w));
+		rc = bam_mem_copy(ctx, src, &w, sizeof(w));
+	}
+	return rc;
+}
+
+const char *bam_version(void)
+{
+	return BAM_VERSION_STRING;
+}
+
+#ifndef BAM_HAVE_CUDA
+int bam_gpu_available(void)
+{
+	return 0;
+}
+#endif
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
