@@ -148,6 +148,25 @@ BAM_API int bam_mem_available(enum bam_target target, enum bam_mem_kind kind, ui
  * CUDA it sets the device flags the library needs: call it before other CUDA work of
  * the application. */
 BAM_API int bam_gpu_available(void);
+/*
+ * GPU target: when the GPU-resident controller workers (the emulated controller's
+ * persistent kernel) run. By default they run from bam_ctx_open to bam_ctx_close, and
+ * anything that waits for the whole device meanwhile waits for them forever: the
+ * library pauses them around its own such calls (allocations), but not around another
+ * library's (PyTorch's cudaFree, torch.cuda.synchronize(), lazy module loads).
+ * bam_gpu_workers_on_demand(1) (process-wide; the Python package sets it) runs them
+ * only while a hold is taken: the library's own kernel calls (bam_array_gather, _read,
+ * _write, bam_cache_flush) hold them for their duration, and an application that
+ * launches kernels of its own on bam arrays takes a hold around them
+ * (bam_gpu_workers_hold / _release, counted). Between holds no bam kernel runs, so any
+ * other CUDA call is safe; each hold costs a launch of the workers and their return
+ * (tens of microseconds). Without CUDA these do nothing and return 0.
+ * Returns 0 or -EIO (the workers could not be started or stopped).
+ */
+BAM_API int bam_gpu_workers_on_demand(int on);
+BAM_API int bam_gpu_workers_hold(void);
+BAM_API void bam_gpu_workers_release(void);
+
 /* Copy between host memory and memory from bam_mem_alloc (any direction). 0 or -EIO. */
 BAM_API int bam_mem_copy(struct bam_ctx *ctx, void *dst, const void *src, uint64_t bytes);
 /* Set bytes. 0 or -EIO. */

@@ -224,7 +224,10 @@ int bam_cache_flush(struct bam_cache *c)
 	uint32_t failures = 0;
 	if (bam_ctx_target(c->ctx) == BAM_TARGET_GPU) {
 #ifdef BAM_HAVE_CUDA
-		int rc = bam_cache_gpu_flush(c->d, c->h.n_slots, &failures);
+		int rc = bam_gpu_workers_hold();
+		if (!rc)
+			rc = bam_cache_gpu_flush(c->d, c->h.n_slots, &failures);
+		bam_gpu_workers_release();
 		if (rc)
 			return rc;
 #endif
@@ -597,8 +600,9 @@ static int xfer_run(struct bam_array *a, struct bam_xfer_job *j, void *stream, c
 		j->err = (uint32_t *)&a->xfer_status[0];
 		j->bad = &a->xfer_status[1];
 		rc = bam_mem_copy(ctx, a->xfer_status, st, sizeof(st));
-		if (!rc)
+		if (!rc && !(rc = bam_gpu_workers_hold()))
 			rc = bam_xfer_gpu_run(j, stream);
+		bam_gpu_workers_release();
 		if (!rc)
 			rc = bam_mem_copy(ctx, st, a->xfer_status, sizeof(st));
 		pthread_mutex_unlock(&a->xfer_lock);

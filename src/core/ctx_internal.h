@@ -80,5 +80,11 @@ void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *));
 void bam_gpu_pauser_remove(void *arg);
 BAM_API void bam_gpu_pause_all(void);
 BAM_API void bam_gpu_resume_all(void);
+int bam_gpu_workers_is_on_demand(void);
+int bam_gpu_lazy_loading(void);
+/* the library's kernels, loaded before any persistent kernel starts (xfer_gpu.cu,
+ * cache_gpu.cu) */
+int bam_xfer_gpu_prepare(void);
+int bam_cache_gpu_prepare(void);
 
 #endif

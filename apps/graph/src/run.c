@@ -339,6 +339,8 @@ static int open_backend(struct run *R)
 				  .ctrl_workers = o->ctrl_workers};
 	if ((rc = bam_ctx_open(backend, &co, &R->gm.ctx, err, sizeof(err))))
 		return open_failed(R, backend, rc, err, k);
+	/* the controller workers run for the whole run where they run on demand */
+	R->held = bam_gpu_workers_hold() == 0;
 	snprintf(R->r->backend_desc, sizeof(R->r->backend_desc), "%s", bam_ctx_backend_desc(R->gm.ctx));
 	/* a size= (or a file) too small for the arrays: said as such, before the
 	 * library's own refusal of the array that does not fit. Each array takes its
@@ -510,6 +512,9 @@ static void run_free(struct run *R)
 {
 	if (R->cache)
 		bam_cache_destroy(R->cache);
+	if (R->held)
+		bam_gpu_workers_release();
+	R->held = 0;
 	if (R->gm.ctx)
 		bam_ctx_close(R->gm.ctx);
 	state_free(&R->gm, R->s1);
