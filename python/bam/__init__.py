@@ -33,6 +33,11 @@ import errno as _errno
 import os
 import sys
 
+# The GPU's controller workers run on demand from Python (Context below), which is safe
+# under lazy module loading; keep CUDA's (and PyTorch's) default, lazy, rather than
+# letting libbam's first CUDA call make the process load every module eagerly.
+os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
+
 from . import _lib
 from ._lib import lib as _L
 from . import _dlpack
