@@ -116,6 +116,38 @@ BAM_API uint64_t bam_array_end_lba(const struct bam_array *a);
 BAM_API int bam_array_media_write(struct bam_array *a, uint64_t first, const void *buf, uint64_t n);
 BAM_API int bam_array_media_read(struct bam_array *a, uint64_t first, void *buf, uint64_t n);
 
+/* Geometry of an array as created, and the context it belongs to. */
+BAM_API uint64_t bam_array_n_elems(const struct bam_array *a);
+BAM_API uint32_t bam_array_elem_size(const struct bam_array *a);
+BAM_API struct bam_ctx *bam_array_ctx(const struct bam_array *a);
+
+/*
+ * Transfers through the cache: kernels the library runs on the context's target (GPU
+ * threads, one warp per row; host threads on the CPU target), reading lines on demand
+ * from the storage as any kernel's bam_array_ref would. Buffers are in target memory:
+ * GPU memory on the GPU target (bam_mem_alloc(BAM_MEM_DEVICE), or any device pointer of
+ * the process, e.g. a PyTorch or CuPy tensor's data), host memory on the CPU target.
+ * 'stream' (GPU only; NULL = a stream of the library's own) is the cudaStream_t to run
+ * on, so that the kernel follows the work already queued there; the call returns once
+ * the kernel is complete either way. Calls on one array are serialised; each returns 0
+ * or the first row's error, with a message in bam_ctx_error():
+ *   -EINVAL   bad sizes or NULL buffers; -ERANGE an index or range outside the array;
+ *   -EIO      a line's read failed (NVMe error status: bam_ctx_io_error);
+ *   -ETIMEDOUT, -EBUSY  as bam/array.h says; -ENOMEM, -ENODEV.
+ * The rows that did not fail are transferred all the same.
+ */
+/* Gather rows: out[k] = row idx[k] of the array seen as rows of row_elems elements
+ * (row r = elements [r * row_elems, (r + 1) * row_elems)), for k in [0, n). idx: n
+ * indices of idx_size bytes (4: int32, 8: int64), each in [0, n_elems / row_elems)
+ * (else -ERANGE for that row). out: n * row_elems * elem_size bytes, packed. */
+BAM_API int bam_array_gather(struct bam_array *a, const void *idx, uint32_t idx_size, uint64_t n,
+			     uint64_t row_elems, void *out, void *stream);
+/* Elements [first, first + n) into out (n * elem_size bytes). */
+BAM_API int bam_array_read(struct bam_array *a, uint64_t first, uint64_t n, void *out, void *stream);
+/* Elements [first, first + n) from in; the lines become dirty: bam_cache_flush writes
+ * them to the storage (eviction does earlier for some). */
+BAM_API int bam_array_write(struct bam_array *a, uint64_t first, uint64_t n, const void *in, void *stream);
+
 struct bam_array_stats {
 	struct bam_array_counters c;
 	double amplification;   /* (bytes_read + bytes_written) / bytes_requested */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "bam/cache.h"
 #include "ctx_internal.h"
+#include "xfer_kern.h"
 
 /* Say why a call is refused or failed: in the context's last error (bam_ctx_error) and
  * on stderr. */
@@ -32,10 +33,15 @@ struct bam_array {
 	struct bam_array_dev h;
 	struct bam_array_dev *d;
 	uint64_t bytes_per_ctrl;
+	/* GPU target: the transfer kernels' result words (err, pad, bad), target memory,
+	 * allocated on the first transfer; xfer_lock serialises transfers on the array */
+	uint64_t *xfer_status;
+	pthread_mutex_t xfer_lock;
 };
 
 #ifdef BAM_HAVE_CUDA
 int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, uint32_t *failures);
+int bam_xfer_gpu_run(const struct bam_xfer_job *j, void *stream);
 #endif
 
 static int sync_cache(struct bam_cache *c)
@@ -222,7 +228,10 @@ int bam_cache_flush(struct bam_cache *c)
 	uint32_t failures = 0;
 	if (bam_ctx_target(c->ctx) == BAM_TARGET_GPU) {
 #ifdef BAM_HAVE_CUDA
-		int rc = bam_cache_gpu_flush(c->d, c->h.n_slots, &failures);
+		int rc = bam_gpu_workers_hold();
+		if (!rc)
+			rc = bam_cache_gpu_flush(c->d, c->h.n_slots, &failures);
+		bam_gpu_workers_release();
 		if (rc)
 			return rc;
 #endif
@@ -353,6 +362,7 @@ int bam_array_create(struct bam_cache *c, const struct bam_array_opts *o, struct
 		return -ENOMEM;
 	}
 	a->cache = c;
+	pthread_mutex_init(&a->xfer_lock, NULL);
 	struct bam_array_dev *h = &a->h;
 	h->io = bam_ctx_dev(ctx);
 	h->n_elems = o->n_elems;
@@ -444,6 +454,9 @@ void bam_array_destroy(struct bam_array *a)
 	sync_cache(c);
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, a->h.xlat);
 	bam_mem_free(c->ctx, BAM_MEM_DEVICE, a->d);
+	if (a->xfer_status)
+		bam_mem_free(c->ctx, BAM_MEM_DEVICE, a->xfer_status);
+	pthread_mutex_destroy(&a->xfer_lock);
 	free(a);
 }
 
@@ -560,3 +573,126 @@ void bam_array_stats_print(FILE *f, const char *name, const struct bam_array_sta
 	fprintf(f, "  %s: requested=%.1f MB read=%.1f MB written=%.1f MB I/O amplification=%.2fx\n", name,
 		s->c.bytes_requested / 1e6, s->c.bytes_read / 1e6, s->c.bytes_written / 1e6, s->amplification);
 }
+
+/* ---- transfers through the cache: gather, read, write ---------------------------- */
+
+static void xfer_cpu_thread(void *arg, uint64_t k)
+{
+	const struct bam_xfer_job *j = arg;
+	bam_xfer_do_row(j, k);
+}
+
+/* Run the job on the array's target; the message of a failure in the context. */
+static int xfer_run(struct bam_array *a, struct bam_xfer_job *j, void *stream, const char *what)
+{
+	struct bam_ctx *ctx = a->cache->ctx;
+	if (j->n_rows == 0)
+		return 0;
+	if (!j->buf) {
+		cache_refuse(ctx, "%s: no buffer", what);
+		return -EINVAL;
+	}
+	j->a = a->d;
+	int rc;
+	uint32_t err = 0;
+	uint64_t bad = 0;
+	if (bam_ctx_target(ctx) == BAM_TARGET_CPU) {
+		uint64_t st[2] = {0, 0};
+		j->err = (uint32_t *)&st[0];
+		j->bad = &st[1];
+		/* threads that wait for I/O: more than the cores, fewer than the rows */
+		rc = bam_cpu_launch(j->n_rows, j->n_rows < 32 ? (uint32_t)j->n_rows : 32, xfer_cpu_thread, j);
+		err = (uint32_t)st[0];
+		bad = st[1];
+	} else {
+#ifdef BAM_HAVE_CUDA
+		pthread_mutex_lock(&a->xfer_lock);
+		if (!a->xfer_status && !(a->xfer_status = bam_mem_alloc(ctx, BAM_MEM_DEVICE, 2 * sizeof(uint64_t)))) {
+			pthread_mutex_unlock(&a->xfer_lock);
+			cache_refuse(ctx, "%s: out of GPU memory for the result words", what);
+			return -ENOMEM;
+		}
+		uint64_t st[2] = {0, 0};
+		j->err = (uint32_t *)&a->xfer_status[0];
+		j->bad = &a->xfer_status[1];
+		rc = bam_mem_copy(ctx, a->xfer_status, st, sizeof(st));
+		if (!rc && !(rc = bam_gpu_workers_hold()))
+			rc = bam_xfer_gpu_run(j, stream);
+		bam_gpu_workers_release();
+		if (!rc)
+			rc = bam_mem_copy(ctx, st, a->xfer_status, sizeof(st));
+		pthread_mutex_unlock(&a->xfer_lock);
+		err = (uint32_t)st[0];
+		bad = st[1];
+		if (rc) {
+			cache_refuse(ctx, "%s: the GPU kernel failed (%s)", what, bam_strerror(rc));
+			return rc;
+		}
+#else
+		(void)stream;
+		rc = -ENODEV;
+#endif
+	}
+	if (rc) {
+		cache_refuse(ctx, "%s: %s", what, bam_strerror(rc));
+		return rc;
+	}
+	if (err) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s: %llu of %llu rows failed, the first with %s%s", what,
+			 (unsigned long long)bad, (unsigned long long)j->n_rows, bam_strerror(-(int)err),
+			 err == ERANGE && j->idx ? " (an index outside the rows)" : "");
+		return -(int)err;
+	}
+	return 0;
+}
+
+int bam_array_gather(struct bam_array *a, const void *idx, uint32_t idx_size, uint64_t n, uint64_t row_elems,
+		     void *out, void *stream)
+{
+	struct bam_ctx *ctx = a->cache->ctx;
+	if (idx_size != 4 && idx_size != 8) {
+		cache_refuse(ctx, "gather: index size %u: must be 4 (int32) or 8 (int64)", idx_size);
+		return -EINVAL;
+	}
+	if (row_elems == 0 || row_elems > a->h.n_elems) {
+		cache_refuse(ctx, "gather: %llu elements per row: must be 1 to the array's %llu",
+			     (unsigned long long)row_elems, (unsigned long long)a->h.n_elems);
+		return -EINVAL;
+	}
+	if (n && !idx) {
+		cache_refuse(ctx, "gather: no index vector");
+		return -EINVAL;
+	}
+	struct bam_xfer_job j = {.idx = idx, .idx_size = idx_size, .n_rows = n, .row_elems = row_elems,
+				 .src_rows = a->h.n_elems / row_elems, .buf = out};
+	return xfer_run(a, &j, stream, "gather");
+}
+
+static int range_xfer(struct bam_array *a, uint64_t first, uint64_t n, void *buf, int write, void *stream)
+{
+	const char *what = write ? "array write" : "array read";
+	if (first > a->h.n_elems || n > a->h.n_elems - first) {
+		cache_refuse(a->cache->ctx, "%s: elements [%llu, %llu) are outside the array's %llu", what,
+			     (unsigned long long)first, (unsigned long long)(first + n), (unsigned long long)a->h.n_elems);
+		return -ERANGE;
+	}
+	/* rows of one line's worth of elements: a row spans at most two lines */
+	uint64_t per = a->cache->h.line_size >> a->h.elem_shift;
+	struct bam_xfer_job j = {.write = (uint32_t)write, .first = first, .n_elems = n, .n_rows = (n + per - 1) / per,
+				 .row_elems = per, .buf = buf};
+	return xfer_run(a, &j, stream, what);
+}
+
+int bam_array_read(struct bam_array *a, uint64_t first, uint64_t n, void *out, void *stream)
+{
+	return range_xfer(a, first, n, out, 0, stream);
+}
+
+int bam_array_write(struct bam_array *a, uint64_t first, uint64_t n, const void *in, void *stream)
+{
+	return range_xfer(a, first, n, (void *)(uintptr_t)in, 1, stream);
+}
+
+uint64_t bam_array_n_elems(const struct bam_array *a) { return a->h.n_elems; }
+uint32_t bam_array_elem_size(const struct bam_array *a) { return a->h.elem_size; }
+struct bam_ctx *bam_array_ctx(const struct bam_array *a) { return a->cache->ctx; }

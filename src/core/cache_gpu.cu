@@ -20,6 +20,14 @@ __global__ void cache_flush_kernel(struct bam_cache_dev *c, uint64_t n, uint32_t
 		atomicAdd(failures, 1u);
 }
 
+/* Load the kernel before any persistent kernel runs (lazy module loading would wait for
+ * the device to go idle at its first launch). */
+extern "C" int bam_cache_gpu_prepare(void)
+{
+	cudaFuncAttributes fa;
+	return cudaFuncGetAttributes(&fa, cache_flush_kernel) == cudaSuccess ? 0 : -EIO;
+}
+
 extern "C" int bam_cache_gpu_flush(struct bam_cache_dev *d, uint64_t n_slots, uint32_t *failures)
 {
 	uint32_t *df = NULL;

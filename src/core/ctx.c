@@ -16,6 +16,57 @@
 #endif
 #include "bam/cache.h"
 #include "ctx_internal.h"
+#include "bam/version.h"
+
+int bam_ctx_io_error(struct bam_ctx *ctx, int clear, int *err, uint32_t *nvme_status, uint64_t *n_errors)
+{
+	struct {
+		uint32_t error, error_status;
+		uint64_t n_errors;
+	} w;
+	BAM_STATIC_ASSERT(offsetof(struct bam_dev, error_status) == offsetof(struct bam_dev, error) + 4 &&
+				  offsetof(struct bam_dev, n_errors) == offsetof(struct bam_dev, error) + 8,
+			  "the error words are contiguous");
+	uint8_t *src = (uint8_t *)ctx->dev + offsetof(struct bam_dev, error);
+	int rc = bam_mem_copy(ctx, &w, src, sizeof(w));
+	if (rc)
+		return rc;
+	if (err)
+		*err = (int)w.error;
+	if (nvme_status)
+		*nvme_status = w.error_status;
+	if (n_errors)
+		*n_errors = w.n_errors;
+	if (clear) {
+		memset(&w, 0, sizeof(w));
+		rc = bam_mem_copy(ctx, src, &w, sizeof(w));
+	}
+	return rc;
+}
+
+const char *bam_version(void)
+{
+	return BAM_VERSION_STRING;
+}
+
+#ifndef BAM_HAVE_CUDA
+int bam_gpu_available(void)
+{
+	return 0;
+}
+int bam_gpu_workers_on_demand(int on)
+{
+	(void)on;
+	return 0;
+}
+int bam_gpu_workers_hold(void)
+{
+	return 0;
+}
+void bam_gpu_workers_release(void)
+{
+}
+#endif
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -512,6 +563,30 @@ int bam_ctx_open(const char *backend, const struct bam_ctx_opts *opts, struct ba
 		return -ENODEV;
 	}
 	ctx->target = t;
+#ifdef BAM_HAVE_CUDA
+	if (t == BAM_TARGET_GPU) {
+		/* the library's kernels are loaded before any persistent kernel starts */
+		bam_xfer_gpu_prepare();
+		bam_cache_gpu_prepare();
+		/* Under lazy module loading, the first launch of any kernel not loaded yet
+		 * waits for the device to go idle: never, while persistent controller workers
+		 * run from open to close. Refused then, unless the workers run on demand (only
+		 * inside holds: bam_gpu_workers_on_demand) or the application says it loaded
+		 * every kernel it will launch (BAM_ALLOW_LAZY_LOADING=1). */
+		if (ops->gpu_resident && !bam_gpu_workers_is_on_demand() && bam_gpu_lazy_loading() == 1 &&
+		    !getenv("BAM_ALLOW_LAZY_LOADING")) {
+			set_err(err, errlen, "%s: the CUDA driver loads modules lazily (CUDA_MODULE_LOADING=LAZY, which "
+				"PyTorch sets when it initialises CUDA first), and this back end's controller kernel "
+				"runs from open to close: the first launch of any kernel not yet loaded would wait "
+				"for it forever. Set CUDA_MODULE_LOADING=EAGER before CUDA initialises, call "
+				"bam_gpu_workers_on_demand(1) first (the Python package does), or set "
+				"BAM_ALLOW_LAZY_LOADING=1 once every kernel the process launches has run once",
+				ops->name);
+			free(ctx);
+			return -EDEADLK;
+		}
+	}
+#endif
 	if (!ctx->opts.qpairs)
 		ctx->opts.qpairs = t == BAM_TARGET_GPU ? 128 : 16;
 	if (!ctx->opts.queue_depth)

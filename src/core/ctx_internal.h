@@ -51,12 +51,15 @@ extern const char bam_backend_default[];
  * in registration order, into buf. */
 void bam_backend_names(char *buf, size_t len);
 
-/* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. */
+/* GPU runtime hooks (src/core/gpu_rt.c), compiled only with CUDA. Those marked BAM_API
+ * are exported from the shared library for the apps' GPU code (apps/graph), which
+ * allocates through them so the emulator's workers are paused around the allocation;
+ * they are not API (no header under include/ declares them). */
 int bam_gpu_available(void);
-void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);
-void bam_gpu_free(enum bam_mem_kind kind, void *p);
+BAM_API void *bam_gpu_alloc(enum bam_mem_kind kind, uint64_t bytes);
+BAM_API void bam_gpu_free(enum bam_mem_kind kind, void *p);
 int bam_gpu_copy(void *dst, const void *src, uint64_t bytes);
-int bam_gpu_memset(void *dst, int c, uint64_t bytes);
+BAM_API int bam_gpu_memset(void *dst, int c, uint64_t bytes);
 /* Copy streams for host services (the file back end's workers): copies queued on a
  * stream of the caller's own (no library lock), one synchronisation per batch. */
 void *bam_gpu_stream_new(void);
@@ -75,7 +78,13 @@ void bam_gpu_event_free(void *ev);
  * run between bam_gpu_pause_all() and bam_gpu_resume_all() (nestable). */
 void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *));
 void bam_gpu_pauser_remove(void *arg);
-void bam_gpu_pause_all(void);
-void bam_gpu_resume_all(void);
+BAM_API void bam_gpu_pause_all(void);
+BAM_API void bam_gpu_resume_all(void);
+int bam_gpu_workers_is_on_demand(void);
+int bam_gpu_lazy_loading(void);
+/* the library's kernels, loaded before any persistent kernel starts (xfer_gpu.cu,
+ * cache_gpu.cu) */
+int bam_xfer_gpu_prepare(void);
+int bam_cache_gpu_prepare(void);
 
 #endif

@@ -41,6 +41,34 @@ struct pauser {
 };
 static struct pauser *pausers;
 static int paused_depth;
+/* On-demand workers (bam_gpu_workers_on_demand): the persistent kernels run only while
+ * holds > 0, i.e. inside the library calls (and applications' runs) that need them. */
+static int on_demand, holds;
+
+static int want_running(void)
+{
+	return paused_depth == 0 && (!on_demand || holds > 0);
+}
+
+static int pause_each(void)
+{
+	int rc = 0;
+	for (struct pauser *p = pausers; p; p = p->next) {
+		int r = p->pause(p->arg);
+		rc = rc ? rc : r;
+	}
+	return rc;
+}
+
+static int resume_each(void)
+{
+	int rc = 0;
+	for (struct pauser *p = pausers; p; p = p->next) {
+		int r = p->resume(p->arg);
+		rc = rc ? rc : r;
+	}
+	return rc;
+}
 
 void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *))
 {
@@ -53,6 +81,8 @@ void bam_gpu_pauser_add(void *arg, int (*pause)(void *), int (*resume)(void *))
 	pthread_mutex_lock(&pause_lock);
 	p->next = pausers;
 	pausers = p;
+	if (!want_running()) /* started while they should be parked */
+		p->pause(arg);
 	pthread_mutex_unlock(&pause_lock);
 }
 
@@ -73,16 +103,64 @@ void bam_gpu_pause_all(void)
 {
 	pthread_mutex_lock(&pause_lock);
 	if (paused_depth++ == 0)
-		for (struct pauser *p = pausers; p; p = p->next)
-			p->pause(p->arg);
+		pause_each(); /* (each pauser's pause does nothing when it is not running) */
 }
 
 void bam_gpu_resume_all(void)
 {
-	if (--paused_depth == 0)
-		for (struct pauser *p = pausers; p; p = p->next)
-			p->resume(p->arg);
+	--paused_depth;
+	if (want_running())
+		resume_each();
 	pthread_mutex_unlock(&pause_lock);
+}
+
+int bam_gpu_workers_on_demand(int on)
+{
+	pthread_mutex_lock(&pause_lock);
+	on_demand = on != 0;
+	int rc = paused_depth ? 0 : want_running() ? resume_each() : pause_each();
+	pthread_mutex_unlock(&pause_lock);
+	return rc;
+}
+
+int bam_gpu_workers_is_on_demand(void)
+{
+	return on_demand;
+}
+
+int bam_gpu_workers_hold(void)
+{
+	int rc = 0;
+	pthread_mutex_lock(&pause_lock);
+	if (holds++ == 0 && want_running())
+		rc = resume_each();
+	pthread_mutex_unlock(&pause_lock);
+	return rc;
+}
+
+void bam_gpu_workers_release(void)
+{
+	pthread_mutex_lock(&pause_lock);
+	if (holds > 0 && --holds == 0 && on_demand && paused_depth == 0)
+		pause_each();
+	pthread_mutex_unlock(&pause_lock);
+}
+
+/* 1 when the CUDA driver loads modules lazily (CUDA_MODULE_LOADING=LAZY when the
+ * driver initialised, in this process, by whichever runtime came first: PyTorch sets
+ * LAZY when it initialises CUDA), 0 when eagerly, -1 when it cannot be told. */
+int bam_gpu_lazy_loading(void)
+{
+	typedef int (*get_mode_fn)(int *);
+	void *f = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+	if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+	    !f || q != cudaDriverEntryPointSuccess)
+		return -1;
+	int mode = 0;
+	if (((get_mode_fn)f)(&mode) != 0)
+		return -1;
+	return mode == 2; /* CU_MODULE_LAZY_LOADING */
 }
 
 /* ---- aligned device allocations ------------------------------------------------------ */

@@ -129,6 +129,11 @@ static int check_opts(struct run *R)
 	R->n = n;
 	R->m = m;
 	r->refused = 1; /* (until the checks of the options pass) */
+	if ((o->levels_out || o->labels_out) && o->values_n != n) {
+		run_fail(R, "%s: the per-vertex result buffers hold %llu entries, the graph has %llu vertices\n", who,
+			 (unsigned long long)o->values_n, (unsigned long long)n);
+		return -EINVAL;
+	}
 	/* offsets 4 bytes wide when every offset (at most m) fits: half the offset lines */
 	if (o->off_bytes == 4 && m > UINT32_MAX) {
 		run_fail(R, "%s: --offset-bytes=4: %s has %llu edges, more than 4-byte offsets can count (%llu)\n",
@@ -343,6 +348,8 @@ static int open_backend(struct run *R)
 				  .ctrl_workers = o->ctrl_workers};
 	if ((rc = bam_ctx_open(backend, &co, &R->gm.ctx, err, sizeof(err))))
 		return open_failed(R, backend, rc, err, k);
+	/* the controller workers run for the whole run where they run on demand */
+	R->held = bam_gpu_workers_hold() == 0;
 	snprintf(R->r->backend_desc, sizeof(R->r->backend_desc), "%s", bam_ctx_backend_desc(R->gm.ctx));
 	/* a size= (or a file) too small for the arrays: said as such, before the
 	 * library's own refusal of the array that does not fit. Each array takes its
@@ -514,6 +521,9 @@ static void run_free(struct run *R)
 {
 	if (R->cache)
 		bam_cache_destroy(R->cache);
+	if (R->held)
+		bam_gpu_workers_release();
+	R->held = 0;
 	if (R->gm.ctx)
 		bam_ctx_close(R->gm.ctx);
 	state_free(&R->gm, R->s1);
@@ -631,4 +641,60 @@ void bam_graph_run_result_free(struct bam_graph_run_result *res)
 	res->trace = NULL;
 	res->sources = NULL;
 	res->trace_n = 0;
+}
+
+int bam_graph_size(const char *graph, uint64_t *n_vertices, uint64_t *n_edges, char *err, size_t errlen)
+{
+	struct bam_graph_header h;
+	int rc = bam_graph_header_read(graph, &h, err, errlen);
+	if (rc)
+		return rc;
+	if (n_vertices)
+		*n_vertices = h.n_vertices;
+	if (n_edges)
+		*n_edges = h.n_edges;
+	return 0;
+}
+
+static int values_run(struct bam_graph_run_opts *o, char *err, size_t errlen, struct bam_graph_run_result *res)
+{
+	if (!o->graph || (o->algo == BAM_GRAPH_BFS ? !o->levels_out : !o->labels_out)) {
+		memset(res, 0, sizeof(*res));
+		snprintf(err, errlen, "%s: no graph file or no result buffer", o->prog);
+		return -EINVAL;
+	}
+	return bam_graph_run(o, res, err, errlen);
+}
+
+int bam_graph_bfs_levels(const char *graph, const char *backend, enum bam_target target, uint64_t source,
+			 uint64_t cache_bytes, uint32_t *levels, uint64_t n, uint32_t *levels_max,
+			 void (*msg)(void *arg, enum bam_graph_msg kind, const char *text), void *msg_arg, char *err,
+			 size_t errlen)
+{
+	struct bam_graph_run_opts o = {.algo = BAM_GRAPH_BFS, .graph = graph, .backend = backend, .target = target,
+				       .cache_bytes = cache_bytes, .nsources = 1, .source_set = source != UINT64_MAX,
+				       .source = source, .msg = msg, .msg_arg = msg_arg, .levels_out = levels,
+				       .values_n = n, .prog = "bfs"};
+	struct bam_graph_run_result res;
+	int rc = values_run(&o, err, errlen, &res);
+	if (!rc && levels_max)
+		*levels_max = res.levels_max;
+	bam_graph_run_result_free(&res);
+	return rc;
+}
+
+int bam_graph_cc_labels(const char *graph, const char *backend, enum bam_target target, uint64_t cache_bytes,
+			uint64_t *labels, uint64_t n, uint64_t *components,
+			void (*msg)(void *arg, enum bam_graph_msg kind, const char *text), void *msg_arg, char *err,
+			size_t errlen)
+{
+	struct bam_graph_run_opts o = {.algo = BAM_GRAPH_CC, .graph = graph, .backend = backend, .target = target,
+				       .cache_bytes = cache_bytes, .msg = msg, .msg_arg = msg_arg, .labels_out = labels,
+				       .values_n = n, .prog = "cc"};
+	struct bam_graph_run_result res;
+	int rc = values_run(&o, err, errlen, &res);
+	if (!rc && components)
+		*components = res.components;
+	bam_graph_run_result_free(&res);
+	return rc;
 }

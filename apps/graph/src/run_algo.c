@@ -134,6 +134,8 @@ static int bfs_source(struct run *R, struct bfs_run *B, uint32_t si)
 	double dt = run_now() - t0;
 	R->compute += dt;
 	state_get(&R->gm, B->lv, b->level, n * 4);
+	if (si == 0 && o->levels_out)
+		memcpy(o->levels_out, B->lv, n * 4);
 	uint64_t reached_edges = 0;
 	for (uint64_t v = 0; v < n; v++)
 		if (B->lv[v] != 0xffffffffu)
@@ -274,6 +276,8 @@ int run_cc(struct run *R)
 		state_get(&R->gm, lab, c.label, n * 8);
 		for (uint64_t v = 0; v < n; v++)
 			r->components += lab[v] == v;
+		if (o->labels_out)
+			memcpy(o->labels_out, lab, n * 8);
 		r->edges_traversed = m * r->passes;
 		r->runs = 1;
 		r->verified = o->verify ? 1 : 0;

@@ -36,6 +36,7 @@ struct run {
 	uint64_t off_total; /* bytes of the offsets as the kernels read them */
 	enum bam_target tgt;
 	struct gmem gm;
+	int held;           /* a bam_gpu_workers_hold taken after the open */
 	uint64_t cache_bytes, data_bytes;
 	int fd;
 	struct bam_csr ref; /* the host CSR: reference, source choice, degrees */

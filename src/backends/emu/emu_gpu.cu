@@ -419,7 +419,7 @@ extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const
 {
 	struct emu_gpu_run *r = (struct emu_gpu_run *)calloc(1, sizeof(*r));
 	cudaError_t e = cudaSuccess;
-	int dev = 0, nsm = 0, rc;
+	int dev = 0, nsm = 0, rc, prio_least = 0, prio_greatest = 0;
 	if (!r)
 		return -ENOMEM;
 	cudaGetDevice(&dev);
@@ -444,7 +444,10 @@ extern "C" int bam_emu_gpu_start(struct emu_ctrl **ctrls, uint32_t n_ctrl, const
 	if ((e = cudaHostAlloc((void **)&r->started, r->nblocks * sizeof(uint32_t), cudaHostAllocMapped)) == cudaSuccess &&
 	    (e = cudaHostAlloc((void **)&r->hval, 2 * sizeof(uint32_t), cudaHostAllocDefault)) == cudaSuccess &&
 	    (e = cudaMalloc((void **)&r->dstop, sizeof(uint32_t))) == cudaSuccess &&
-	    (e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking)) == cudaSuccess &&
+	    /* the workers' blocks are scheduled before other pending blocks at every
+	     * (re)launch: the greatest priority */
+	    (e = cudaDeviceGetStreamPriorityRange(&prio_least, &prio_greatest)) == cudaSuccess &&
+	    (e = cudaStreamCreateWithPriority(&r->stream, cudaStreamNonBlocking, prio_greatest)) == cudaSuccess &&
 	    (e = cudaStreamCreateWithFlags(&r->ctl, cudaStreamNonBlocking)) == cudaSuccess &&
 	    (e = cudaMalloc((void **)&r->dctrls, n_ctrl * sizeof(*r->dctrls))) == cudaSuccess &&
 	    (e = cudaMalloc((void **)&r->dnq, n_ctrl * sizeof(*r->dnq))) == cudaSuccess) {

@@ -129,6 +129,13 @@ struct bam_graph_run_opts {
 	 * failed run created, or that must not let the media be the graph file itself. */
 	int (*before_open)(void *arg, const char *backend, char *err, size_t errlen);
 	void *before_open_arg;
+	/* Optional per-vertex results into host buffers of values_n entries (values_n must
+	 * be the graph's vertex count, else -EINVAL): BFS: levels_out[v] = the level of v
+	 * from the first source run (0 at the source, UINT32_MAX unreached); CC:
+	 * labels_out[v] = the smallest vertex id of v's component. NULL: not kept. */
+	uint32_t *levels_out;
+	uint64_t *labels_out;
+	uint64_t values_n;
 };
 
 /* One BFS level of the first source (opts->level_trace). */
@@ -202,6 +209,26 @@ struct bam_graph_run_result {
  */
 BAM_API int bam_graph_run(const struct bam_graph_run_opts *opts, struct bam_graph_run_result *res, char *err,
 			  size_t errlen);
+
+/*
+ * The same runs with flat arguments and the per-vertex result, for callers that do not
+ * fill the structures (language bindings): BFS from 'source' (or, when source is
+ * UINT64_MAX, from the default source choice's first vertex) through bam's cache on
+ * 'backend' (NULL: "emu"); CC likewise. levels/labels: n host entries, n = the graph's
+ * vertex count (bam_graph_size). cache_bytes 0: the default. msg (may be NULL: stderr):
+ * the run's progress and messages, as opts->msg. Returns as bam_graph_run; *levels_max
+ * / *components (may be NULL) receive the levels of the source's BFS / the components.
+ */
+BAM_API int bam_graph_bfs_levels(const char *graph, const char *backend, enum bam_target target, uint64_t source,
+				 uint64_t cache_bytes, uint32_t *levels, uint64_t n, uint32_t *levels_max,
+				 void (*msg)(void *arg, enum bam_graph_msg kind, const char *text), void *msg_arg,
+				 char *err, size_t errlen);
+BAM_API int bam_graph_cc_labels(const char *graph, const char *backend, enum bam_target target, uint64_t cache_bytes,
+				uint64_t *labels, uint64_t n, uint64_t *components,
+				void (*msg)(void *arg, enum bam_graph_msg kind, const char *text), void *msg_arg,
+				char *err, size_t errlen);
+/* Vertices and arcs of a graph file (its header). 0 or a negative errno (err). */
+BAM_API int bam_graph_size(const char *graph, uint64_t *n_vertices, uint64_t *n_edges, char *err, size_t errlen);
 
 /* Free what a result holds (trace, sources) and zero them. NULL-safe. */
 BAM_API void bam_graph_run_result_free(struct bam_graph_run_result *res);
