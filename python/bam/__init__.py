@@ -295,11 +295,12 @@ class Cache:
         self._next_lba = 0
         ctx._children.append(self)
 
-    def array(self, n_elems, dtype="float32", base_lba=None, layout="stripe", priority=0):
+    def array(self, n_elems, dtype="float32", base_lba=None, layout="stripe", priority=0, read_only=False):
         """An array of n_elems elements on the storage at base_lba on each controller
         (None: after the arrays made before on this cache; 0: the start, to open data
-        already there). layout: "stripe" or "replicate"."""
-        return Array(self, n_elems, dtype, base_lba, layout, priority)
+        already there). layout: "stripe" or "replicate". read_only: its lines are never
+        dirtied or written back; a write raises BamError (EPERM)."""
+        return Array(self, n_elems, dtype, base_lba, layout, priority, read_only)
 
     def flush(self):
         """Write every dirty line back to the storage (bam_cache_flush)."""
@@ -327,7 +328,7 @@ class Array:
     a[i:j] = x writes one (through the cache: flush to make it durable); gather() reads
     rows by an index tensor; load()/dump() move data straight to/from the media."""
 
-    def __init__(self, cache, n_elems, dtype, base_lba, layout, priority):
+    def __init__(self, cache, n_elems, dtype, base_lba, layout, priority, read_only=False):
         self.cache, self.ctx = cache, cache.ctx
         self.dtype = _dtype_name(dtype)
         self.elem_size = DTYPES[self.dtype]
@@ -335,7 +336,8 @@ class Array:
         self._h = None
         if base_lba is None:
             base_lba = cache._next_lba
-        o = _lib.ArrayOpts(self.n_elems, self.elem_size, 1 if layout == "replicate" else 0, 0, 0, base_lba, priority)
+        o = _lib.ArrayOpts(self.n_elems, self.elem_size, 1 if layout == "replicate" else 0, 0, 0, base_lba, priority,
+                           int(bool(read_only)))
         h = ctypes.c_void_p()
         rc = _L.bam_array_create(cache._h, ctypes.byref(o), ctypes.byref(h))
         if rc:

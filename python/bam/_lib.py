@@ -31,12 +31,13 @@ class CacheOpts(ctypes.Structure):
 
 class ArrayOpts(ctypes.Structure):
     _fields_ = [("n_elems", c_u64), ("elem_size", c_u32), ("layout", c_int), ("n_ctrl", c_u32),
-                ("first_ctrl", c_u32), ("base_lba", c_u64), ("priority", c_u32)]
+                ("first_ctrl", c_u32), ("base_lba", c_u64), ("priority", c_u32), ("read_only", c_u32)]
 
 
 class ArrayCounters(ctypes.Structure):
     _fields_ = [(n, c_u64) for n in ("hits", "misses", "evictions", "writebacks", "bytes_requested",
-                                     "bytes_read", "bytes_written", "errors", "accesses")]
+                                     "bytes_read", "bytes_written", "errors", "accesses", "fills_avoided",
+                                     "partial_write_fetches", "writeback_errors")]
 
 
 class ArrayStats(ctypes.Structure):
