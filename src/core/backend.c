@@ -127,6 +127,48 @@ int bam_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+void bam_media_open_hint(const char *path, int e, int creating, char *buf, size_t len)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	struct stat st;
+	const int dir_ok = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	buf[0] = 0;
+	switch (e) {
+	case ENOENT:
+		if (!dir_ok)
+			snprintf(buf, len, " (its folder %s does not exist: create it first, e.g. mkdir -p)", dir);
+		else if (!creating)
+			snprintf(buf, len, " (give size= to create it)");
+		break;
+	case ENOTDIR:
+		snprintf(buf, len, " (a component of the path is not a folder)");
+		break;
+	case EROFS:
+		snprintf(buf, len, " (%s is on a read-only file system: give a path on a writable one)", path);
+		break;
+	case ENOSPC:
+	case EDQUOT:
+		snprintf(buf, len, " (the file system of %s is full%s)", dir, e == EDQUOT ? ": disk quota reached" : "");
+		break;
+	case EACCES:
+	case EPERM:
+		if (creating)
+			snprintf(buf, len, " (no permission to create files in %s)", dir);
+		else
+			snprintf(buf, len, " (no permission to open it)");
+		break;
+	default:
+		break;
+	}
+}
+
 const char *bam_file_kind(unsigned mode)
 {
 	const mode_t m = (mode_t)mode;

@@ -42,6 +42,11 @@ void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 /* What a file of this st_mode (fstat) is, for a message that refuses it: "a
  * character device", "a FIFO", ... (src/core/backend.c). */
 const char *bam_file_kind(unsigned mode);
+/* What to add to "PATH: strerror(e)" when a media file could not be opened (e: the
+ * errno of the open; creating: it was an O_CREAT open, i.e. size= was given and the
+ * file did not exist): "" or " (...)" naming the cause and a fix that works, e.g. the
+ * missing folder ("create it first") rather than "give size=" (src/core/backend.c). */
+void bam_media_open_hint(const char *path, int e, int creating, char *buf, size_t len);
 /* The back ends: the built-in ones, NULL-terminated, in the order of their folders
  * (backends_builtin.c, generated from src/backends/<name>/backend.cmake), and the name
  * of the one bam_ctx_open takes for NULL or "" (CMake's BAM_DEFAULT_BACKEND). */

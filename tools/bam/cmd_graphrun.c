@@ -143,7 +143,7 @@ static void on_msg(void *arg, enum bam_graph_msg kind, const char *text)
 	if (kind == BAM_GRAPH_MSG_VERIFY)
 		cli_fail("%s\n", text);
 	else
-		fprintf(stderr, "%s\n", text);
+		cli_eprintf("%s\n", text);
 }
 
 /* Run algo as g says. Returns the exit status: 0; 1 (failed, or a result differs from
@@ -344,7 +344,7 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 			cli_fail_note("bam %s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
 				      argv[optind - 1], cmd);
 			/* the one line, not the whole usage: the error would scroll away */
-			fprintf(stderr, "usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
+			cli_eprintf("usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
 				strcmp(cmd, "demo") ? "GRAPH" : "[INPUT]", cmd);
 			return 2;
 		bad: {
@@ -534,7 +534,7 @@ static int demo_run(struct gcli *g, const char *input, const char *name, const c
 	struct bam_graph_build_stats bs;
 	double t0 = cli_now();
 	if (progress)
-		fprintf(stderr, "bam demo: importing %s -> %s\n", input, out);
+		cli_eprintf("bam demo: importing %s -> %s\n", input, out);
 	enum bam_graph_format fmt;
 	bam_graph_format_parse("auto", &fmt);
 	if ((rc = bam_graph_import(input, out, fmt, &bo, &bs, err, sizeof(err)))) {
@@ -547,7 +547,7 @@ static int demo_run(struct gcli *g, const char *input, const char *name, const c
 	const int target_gpu = g->o.target == BAM_TARGET_GPU || (g->o.target == BAM_TARGET_AUTO && bam_gpu_available());
 	g->o.nsources = g->o.nsources ? g->o.nsources : (target_gpu ? 32 : 4);
 	if (progress)
-		fprintf(stderr, "bam demo: BFS from %u source%s through bam (%s)\n", g->o.nsources,
+		cli_eprintf("bam demo: BFS from %u source%s through bam (%s)\n", g->o.nsources,
 			g->o.nsources == 1 ? "" : "s", g->o.backend);
 	if ((rc = run_graph(g, BAM_GRAPH_BFS, &rb, NULL)))
 		goto out_b;
@@ -556,7 +556,7 @@ static int demo_run(struct gcli *g, const char *input, const char *name, const c
 		graph_result_print(&g->o, &rb, 0, 0);
 	}
 	if (progress)
-		fprintf(stderr, "bam demo: connected components through bam\n");
+		cli_eprintf("bam demo: connected components through bam\n");
 	if ((rc = run_graph(g, BAM_GRAPH_CC, &rcc, NULL)))
 		goto out_c;
 	rc = demo_print(g, name, input, &bs, t_imp, &rb, &rcc);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bam/backend.h"
+#include "bam/nvme_spec.h"
 #include "run_internal.h"
 #ifdef BAM_HAVE_CUDA
 #include "graph_gpu.h"
@@ -414,7 +415,11 @@ static int setup_bam(struct run *R)
 	if ((rc = R->ob == 8 ? bam_array_media_write(R->aoff, 0, R->ref.offsets, n + 1)
 			     : media_write_off32(R->aoff, R->ref.offsets, n + 1)) ||
 	    (m && (rc = bam_array_media_write(R->aedge, 0, R->ref.edges, m)))) {
-		run_fail(R, "%s: writing the graph onto the back end failed: %s\n", who, bam_strerror(rc));
+		/* -ENOSPC: the media could not grow (file: media on a full file system),
+		 * said in the words bam bench uses for the NVMe status of the same cause */
+		run_fail(R, "%s: writing the graph onto the back end failed: %s\n", who,
+			 rc == -ENOSPC ? nvme_status_cause(NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED))
+				       : bam_strerror(rc));
 		return rc;
 	}
 	r->load_s = run_now() - tp;
