@@ -320,6 +320,20 @@ for be in emu "file:$W/fifo-media.img,size=1M"; do
   fi
 done
 rm -f "$W/fifo.snap" "$W/fifo-media.img"
+# demo on an unparseable input: refused, and no .work/ left behind (one that was there
+# before stays)
+mkdir -p "$W/demo-cwd"
+echo "not a graph %% at all" >"$W/demo-cwd/bad.txt"
+rc=0; (cd "$W/demo-cwd" && "$BAM" demo bad.txt --quiet --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && grep -q "import failed" "$W/out" && [ ! -e "$W/demo-cwd/.work" ]; then
+  pass=$((pass + 1)); echo "ok: demo on an unparseable input: no .work/ left behind"
+else
+  fail=$((fail + 1)); echo "FAIL: demo on an unparseable input (exit $rc; .work/ $( [ -e "$W/demo-cwd/.work" ] && echo left || echo gone))"; cat "$W/out"
+fi
+mkdir "$W/demo-cwd/.work"
+rc=0; (cd "$W/demo-cwd" && "$BAM" demo bad.txt --quiet --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && [ -d "$W/demo-cwd/.work" ]; then pass=$((pass + 1)); echo "ok: demo's failure keeps a .work/ it did not make"
+else fail=$((fail + 1)); echo "FAIL: demo removed a .work/ it did not make"; fi
 refuse2 "demo: --source with --sources" "give one" "$BAM" demo "$W/in9.snap" --source=1 --sources=3
 refuse2 "media too small for the graph" "holds 65536 bytes, but the graph's offsets and edges need" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
 if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi

@@ -30,6 +30,7 @@ struct gcli {
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
 	int demo;             /* run by bam demo (its messages say "bam demo: bfs: ...") */
+	int work_made;        /* bam demo created .work/ (removed again if it stays empty) */
 };
 
 static const char *const mode_names[] = {"bam", "host", "gpu", "uvm"};
@@ -430,7 +431,7 @@ static int demo_check(const struct gcli *g)
  * media are the import's output: fills input (def: its buffer), name and out; 0 or the
  * exit status */
 enum { DEMO_DEF = 1024, DEMO_NAME = 256, DEMO_OUT = 300 }; /* demo_input's buffers */
-static int demo_input(const struct gcli *g, const char **inputp, char *def, char *name, char *outbuf)
+static int demo_input(struct gcli *g, const char **inputp, char *def, char *name, char *outbuf)
 {
 	const char *input = *inputp;
 	const int given = input != NULL;
@@ -445,7 +446,7 @@ static int demo_input(const struct gcli *g, const char **inputp, char *def, char
 			 given ? "" : " (the default input: give a graph as an argument, or set BAM_SHARED_DATA to the folder holding graphs/)");
 		return 1;
 	}
-	mkdir(".work", 0755);
+	g->work_made = mkdir(".work", 0755) == 0;
 	/* .work/NAME.bcsr, NAME = the input's file name up to its first dot */
 	const char *base = strrchr(input, '/');
 	base = base ? base + 1 : input;
@@ -598,6 +599,12 @@ int bam_cmd_demo(int argc, char **argv)
 	}
 	char def[DEMO_DEF], name[DEMO_NAME], out[DEMO_OUT];
 	if ((rc = demo_check(&g)) || (rc = demo_input(&g, &input, def, name, out)))
-		return rc;
-	return demo_run(&g, input, name, out);
+		goto out;
+	rc = demo_run(&g, input, name, out);
+out:
+	/* a failed import leaves .work/ empty: not left behind if this run made it
+	 * (rmdir removes only an empty folder) */
+	if (rc && g.work_made)
+		rmdir(".work");
+	return rc;
 }
