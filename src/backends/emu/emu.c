@@ -291,6 +291,11 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 					 e->cfg.path, j, path);
 				return -EINVAL;
 			}
+		/* one user at a time: a second process (or a second context) mapping the
+		 * same media file would overwrite this one's lines */
+		int lrc = bam_media_lock(hc->fd, 1, "emu: media file", path, err, errlen);
+		if (lrc)
+			return lrc;
 		if (!e->cfg.size)
 			bytes = (uint64_t)st.st_size;
 		bytes -= bytes % e->cfg.lba;

@@ -332,6 +332,11 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 			return -EINVAL;
 		}
 	}
+	/* (after the check above, which says more) one user at a time: a second process on the same file or device would
+	 * overwrite this one's data (shared among read-only users) */
+	int lrc = bam_media_lock(fd, !fc->rdonly, "file", path, err, errlen);
+	if (lrc)
+		return lrc == -EBUSY ? -EBUSY : -EIO;
 	uint64_t have = 0; /* bytes the file or device holds now (0 = unknown) */
 	uint32_t lbs = 0;
 	fc->blkdev = S_ISBLK(st.st_mode);
