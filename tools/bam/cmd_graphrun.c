@@ -31,6 +31,7 @@ struct gcli {
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
 	int demo;             /* run by bam demo (its messages say "bam demo: bfs: ...") */
 	int work_made;        /* bam demo created .work/ (removed again if it stays empty) */
+	const char *values_out; /* --values-out=FILE: per-vertex levels (bfs) / labels (cc) */
 };
 
 static const char *const mode_names[] = {"bam", "host", "gpu", "uvm"};
@@ -71,7 +72,11 @@ static void usage(FILE *f, const char *cmd)
 		"                     memory), off_bytes x (n+1) bytes; the copy is in the\n"
 		"                     end-to-end time, not in compute: the BaM prototype's BFS keeps\n"
 		"                     its vertex array in GPU memory so)\n"
-		"  --json             JSON on stdout\n"
+		"  --values-out=FILE  write the per-vertex result to FILE, one line per vertex in\n"
+		"                     vertex order: bfs the level from the first source (-1:\n"
+		"                     not reached), cc the component label (its smallest vertex)\n"
+		"  --json             JSON on stdout (bfs: the sources, with the vertices and levels\n"
+		"                     each reached)\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
 		strcmp(cmd, "bfs") ? "Connected components: weakly connected (arcs taken in both directions).\n"
@@ -169,7 +174,35 @@ static int run_graph(const struct gcli *g, enum bam_graph_algo algo, struct bam_
 	o.msg = on_msg;
 	o.before_open = note_media;
 	o.before_open_arg = &h;
+	uint64_t nv = 0, ne = 0;
+	void *values = NULL;
+	if (g->values_out && !g->demo) {
+		struct stat sg, sv;
+		if (!stat(g->o.graph, &sg) && !stat(g->values_out, &sv) && sg.st_dev == sv.st_dev && sg.st_ino == sv.st_ino) {
+			cli_fail("%s: --values-out=%s is the graph file: give another file\n", who, g->values_out);
+			return 2;
+		}
+		int src = bam_graph_size(g->o.graph, &nv, &ne, err, sizeof(err));
+		if (!src && !(values = calloc(nv ? nv : 1, algo == BAM_GRAPH_CC ? 8 : 4)))
+			src = -ENOMEM;
+		if (src) {
+			cli_fail("%s: %s\n", who, src == -ENOMEM ? "out of memory for --values-out" : err);
+			return 1;
+		}
+		o.values_n = nv;
+		if (algo == BAM_GRAPH_CC)
+			o.labels_out = values;
+		else
+			o.levels_out = values;
+	}
 	const int rc = bam_graph_run(&o, r, err, sizeof(err));
+	if (!rc && values && bam_graph_values_write(g->values_out, o.levels_out, o.labels_out, nv, err, sizeof(err))) {
+		cli_media_keep(&media); /* the run itself succeeded */
+		cli_fail("%s: --values-out: %s\n", who, err);
+		free(values);
+		return 1;
+	}
+	free(values);
 	if (complete)
 		*complete = rc == 0;
 	if (rc || r->verified < 0)
@@ -208,7 +241,8 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 		{"scan-fraction", 1, 0, 'x'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
 		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"offsets", 1, 0, 'Z'},
-		{"help", 0, 0, 'h'}, {"allow-write", 0, 0, 1001}, {0, 0, 0, 0}};
+		{"help", 0, 0, 'h'}, {"allow-write", 0, 0, 1001},
+		{"values-out", 1, 0, 1002}, {0, 0, 0, 0}};
 	int ch;
 	static char who[16]; /* the messages' prefix, "bam bfs"; argv[0] for getopt's messages */
 	snprintf(who, sizeof(who), "bam %s", cmd);
@@ -235,6 +269,13 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 			break;
 		case 1001:
 			graph_allow_write = 1;
+			break;
+		case 1002:
+			if (!*optarg) {
+				cli_fail("%s: --values-out: the file name is empty\n", who);
+				return 2;
+			}
+			g->values_out = optarg;
 			break;
 		case 'C':
 			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {

@@ -703,3 +703,32 @@ int bam_graph_cc_labels(const char *graph, const char *backend, enum bam_target 
 	bam_graph_run_result_free(&res);
 	return rc;
 }
+
+int bam_graph_values_write(const char *path, const uint32_t *levels, const uint64_t *labels, uint64_t n, char *err,
+			   size_t errlen)
+{
+	if (!path || !*path || (!levels == !labels)) {
+		snprintf(err, errlen, "values file: give a path and one of levels, labels");
+		return -EINVAL;
+	}
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	static char buf[1 << 16];
+	setvbuf(f, buf, _IOFBF, sizeof(buf));
+	int bad = 0;
+	for (uint64_t v = 0; v < n && !bad; v++)
+		bad = levels ? (levels[v] == UINT32_MAX ? fputs("-1\n", f) : fprintf(f, "%u\n", levels[v])) < 0
+			     : fprintf(f, "%llu\n", (unsigned long long)labels[v]) < 0;
+	int e = bad || ferror(f) ? errno : 0;
+	if (fclose(f) && !e)
+		e = errno;
+	if (e || bad) {
+		snprintf(err, errlen, "%s: writing failed: %s", path, strerror(e ? e : EIO));
+		return -(e ? e : EIO);
+	}
+	return 0;
+}
