@@ -404,10 +404,10 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp, uint3
  * success *cid receives the CID to wait for with bam_qpair_wait() and *pos the virtual
  * SQ position (for diagnostics). Thread contract: any number of threads at once, each
  * with its own command; no warp or block synchronisation.
- * Returns 0; -ETIMEDOUT when the queue pair is full and completes no command for
- * (deadline - the time the wait began), i.e. the wait for a credit ends at 'deadline'
- * (bam_time_ns() units: an absolute time on the caller's clock) moved forward by
- * each completion meanwhile, or when no CID frees up or the tail does not pass the
+ * Returns 0; -ETIMEDOUT when the queue pair is full and, while the thread is behind
+ * the credit line's gate, completes no command for (deadline - the time the wait
+ * began), or once past the gate gives it no credit within that window (deadline:
+ * bam_time_ns() units, an absolute time on the caller's clock), or when no CID frees up or the tail does not pass the
  * command before that (it is then abandoned: its completion is discarded); -EIO when
  * the queue pair is broken (a ticket's slot never freed).
  * wait_credit 0: do not wait for a credit; return -EAGAIN at once (nothing taken)
