@@ -517,6 +517,8 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 				return -ETIMEDOUT;
 			}
 #if BAM_ON_GPU
+			(void)t_join;
+			(void)served_join;
 			bam_qp_credit_pause(iter++);
 #else
 			if (ahead <= 0) {
