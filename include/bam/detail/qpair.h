@@ -447,8 +447,10 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	 * The wait is bounded by the line's progress: the window (deadline - the time the
 	 * thread joined) restarts on every move of the CQ head (a completion, which frees
 	 * a credit for the front of the line) while the thread is behind the gate, and
-	 * once past the gate it must get a credit within one window. So a thread k places
-	 * back waits at most about (k / (depth-1) + 1) windows, and only while commands
+	 * once past the gate it must get a credit within one window, renewed by a
+	 * completion at most depth times (the caller's window may be short: what was left
+	 * of its deadline when it joined). So a thread k places back waits at most about
+	 * (k / (depth-1) + depth + 1) windows, and only while commands
 	 * complete: a stalled controller fails everyone in line after one window. Host
 	 * threads behind the gate sleep in proportion to how far back they are (at the
 	 * line's measured pace), so that a thousand of them do not take the cores from
@@ -479,14 +481,29 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 		const uint32_t served_join = bam_load_relaxed_u32(&qp->credit_served);
 		uint32_t seen_head = bam_load_relaxed_u32(&qp->cq_head);
 		int past_gate = 0;
+		uint32_t restarts = 0;
 		for (;;) {
+			/* the time now, after the pause below: a new window counts from here (a
+			 * time read before a sleep, moved forward by a window, could already be
+			 * past on waking: a timeout for a thread that had just come to the gate) */
+			now = bam_time_ns();
 			const uint32_t served = bam_load_relaxed_u32(&qp->credit_served);
 			const int32_t ahead = (int32_t)(me - served); /* at least those before us */
 			const int open = ahead < (int32_t)mask;
+			const uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
 			if (open) {
 				if (!past_gate) {
 					/* past the gate: one window from now to get a credit */
 					past_gate = 1;
+					deadline = now + window;
+					seen_head = h;
+				} else if (h != seen_head && restarts < qp->depth) {
+					/* a completion freed a credit that one of the (fewer than
+					 * depth-1) threads before us took: a new window, at most depth
+					 * times (the caller's window may be short: what was left of
+					 * its deadline when it joined) */
+					seen_head = h;
+					restarts++;
 					deadline = now + window;
 				}
 				cr = bam_load_relaxed_u32(&qp->credits);
@@ -500,7 +517,6 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 			} else {
 				/* behind the gate: a command of the queue pair completed (the CQ head
 				 * moved), so the line moves: a new window */
-				const uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
 				if (h != seen_head) {
 					seen_head = h;
 					deadline = now + window;
@@ -510,7 +526,6 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 			 * with thousands of waiters per queue pair, every fourth poll) */
 			if (!BAM_ON_GPU || (iter & 3u) == 0)
 				bam_qpair_cq_try_advance(qp);
-			now = bam_time_ns();
 			if (now > deadline) {
 				bam_red_add_release_gpu_u32(&qp->credit_served, 1); /* leave the line */
 				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
