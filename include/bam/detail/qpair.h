@@ -559,7 +559,7 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 #endif
 		}
 	}
-have_credit:
+have_credit:;
 	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits).
 	 * The hint is taken only now: CIDs come free about in the order they were
 	 * hinted, so the one a credit just freed is near the hint's current value (a hint
