@@ -69,8 +69,9 @@
  *
  * Timeouts. The base model has none: every wait spins until it succeeds. -DTIMEOUTS
  * makes every deadline check of the C code a nondeterministic choice: credit wait
- * (:276; the C code moves its deadline forward on every CQ head move, which a
- * nondeterministic give-up covers), CID search (:290), move_tail wait (:340, abandoning the CID) and CQ wait
+ * (the C code moves its deadline forward on CQ head moves while the thread is behind
+ * the credit line's gate, which a nondeterministic give-up covers; a thread that gives
+ * up counts itself served), CID search (:290), move_tail wait (:340, abandoning the CID) and CQ wait
  * (:389, abandoning the CID). The turn wait's deadline (:309-312, which marks the queue
  * pair broken) and the 'broken' check (:266) are not modelled: CHECK_TURN_NOSPIN shows
  * that loop body is never entered.
@@ -101,6 +102,11 @@
  *                      abandoning its CID: qpair.h before commit 5f4f8eb, bug 2
  *   BROKEN_RUN_FREE_FIRST a run of consumed CQEs has its CIDs freed before the head is
  *                      published past it (bug 1 again, on the word-wise path)
+ *   BROKEN_LINE_NOSERVE a thread that got its credit from the line does not count itself
+ *                      served: the line stops behind it (deadlock)
+ *   BROKEN_LINE_UNSIGNED the gate compares the distance to credit_served unsigned: a
+ *                      thread whose successors left the line first sees itself far back
+ *                      and waits for ever (deadlock)
  *   BROKEN_NO_TURN_WAIT the turn wait skipped (NOT caught: the wait is redundant while
  *                      the credit limit holds; see CHECK_TURN_NOSPIN)
  *
@@ -126,7 +132,22 @@
 #define KTRIES 8            /* bam_qpair_wait: tries to pass its own CQE (:382), FINE */
 #endif
 
+#ifndef LW
+#define LW 8                /* modulus of credit_line, credit_served (2^32 in C): > 2 * NT */
+#endif
+
 #define MASK     (D - 1)
+/* the credit line's gate (qpair.h step 1): fewer than depth-1 numbers before 'me' not
+ * yet counted in credit_served. The C code compares the difference as an int32_t: it
+ * is negative when later numbers left the line first (a thread past the gate that got
+ * its credit before one ahead of it, or a timeout), and then the gate is open. Here
+ * the upper half of the modulus stands for the negative differences (LW > 2 * NT) */
+#define AHEAD(me) (((me) + LW - credit_served) % LW)
+#ifndef BROKEN_LINE_UNSIGNED
+#define GATE_OPEN(me) (AHEAD(me) < MASK || AHEAD(me) >= LW / 2)
+#else
+#define GATE_OPEN(me) (AHEAD(me) < MASK)
+#endif
 #define TURNMOD  (2 * (TW / D))                 /* bam_qp_turn_mask() + 1 */
 #define PHASE(p) ((((p) / D) % 2) ^ 1)          /* bam_qp_expected_phase() */
 
@@ -146,6 +167,8 @@
 
 /* ---- struct bam_qpair (qpair.h:61-92) ------------------------------------------ */
 byte credits;               /* outstanding commands */
+byte credit_line;           /* next number in the credit line, modulo LW */
+byte credit_served;         /* numbers that left the line, modulo LW */
 byte cid_hint;              /* modulo D */
 byte cid_state[D];
 byte sq_ticket;             /* modulo TW */
@@ -428,6 +451,7 @@ active [NT] proctype Thread()
 {
 	byte tid = _pid;
 	byte k, mycmd;
+	byte me;                                        /* number in the credit line */
 	byte r, id, ticket, slot, want;
 	bit okl;
 	byte t0, t;                                     /* move_tail */
@@ -447,55 +471,94 @@ active [NT] proctype Thread()
 		/* :266-267 'broken' check: not modelled, the flag is set only by the turn
 		 * wait's timeout (:309-312), and that loop body is never entered */
 
-		/* ---- 1. a credit: qpair.h:269-280 ---- */
-		do
+		/* ---- 1. a credit (qpair.h step 1): the fast path when nobody is in line,
+		 * else a number in the credit line, the gate, then the credit ---- */
+		r = 2;
 #ifdef FINE
-		:: c = credits;                         /* load relaxed: room? */
-		   if
-		   :: CREDIT_OK(c) ->
-			atomic { c = credits; credits = credits + 1 };   /* fetch_add */
+		/* the loads of the line's two counters and of credits: separate steps */
+		me = credit_line;
+		if
+		:: me == credit_served ->
+			c = credits;
 			if
-			:: CREDIT_OK(c) -> r = 1
-			:: else ->
-				credits = credits - 1;  /* none after all: give it back (fetch_sub) */
-				r = 2
+			:: CREDIT_OK(c) ->
+				atomic { c = credits; credits = credits + 1 };   /* fetch_add */
+				if
+				:: CREDIT_OK(c) -> r = 1
+				:: else -> credits = credits - 1 /* none after all: give it back */
+				fi
+			:: else -> skip
 			fi
-		   :: else -> r = 2
-		   fi;
-		   c = 0;
+		:: else -> skip
+		fi;
+		c = 0;
 #else
-		/* load, fetch_add and, on a full queue pair, the give-back merged (R1'):
-		 * a pending give-back only makes others find the queue pair full meanwhile,
-		 * i.e. take the wait branch they take anyway when it is full; FINE checks
-		 * the three steps apart */
-		:: atomic {
+		/* loads, fetch_add and give-back merged (R1'); the line's counters are read
+		 * with them (a stale pair only sends a thread to the line, or past it while
+		 * others join, which the interleavings of FINE cover) */
+		atomic {
 			if
-			:: CREDIT_OK(credits) -> credits = credits + 1; r = 1
-			:: else -> r = 2
+			:: credit_line == credit_served && CREDIT_OK(credits) -> credits = credits + 1; r = 1
+			:: else -> skip
 			fi
-		   };
+		};
 #endif
-		   if
-		   :: r == 1 -> break
-		   :: r == 0 -> skip                    /* CAS lost: retry */
-		   :: r == 2 ->
-			r = 0;
-			try_advance();                  /* :274-275 */
+		if
+		:: r == 1 -> me = 0
+		:: else ->
+			atomic { me = credit_line; credit_line = (credit_line + 1) % LW };   /* fetch_add */
+			do
+#ifdef FINE
+			:: if
+			   :: GATE_OPEN(me) ->                  /* load of credit_served */
+				c = credits;
+				if
+				:: CREDIT_OK(c) ->
+					atomic { c = credits; credits = credits + 1 };
+					if
+					:: CREDIT_OK(c) -> r = 1
+					:: else -> credits = credits - 1; r = 2
+					fi
+				:: else -> r = 2
+				fi;
+				c = 0
+			   :: else -> r = 2
+			   fi;
+#else
+			:: atomic {
+				if
+				:: GATE_OPEN(me) && CREDIT_OK(credits) -> credits = credits + 1; r = 1
+				:: else -> r = 2
+				fi
+			   };
+#endif
+			   if
+			   :: r == 1 ->
+#ifndef BROKEN_LINE_NOSERVE
+				credit_served = (credit_served + 1) % LW;  /* red add: served */
+#endif
+				break
+			   :: else ->
+				try_advance();
 #ifdef TIMEOUTS
-			if
-			:: goto cmd_done                /* :276-277 -ETIMEDOUT */
-			:: skip
-			fi;
+				if
+				:: credit_served = (credit_served + 1) % LW;  /* leave the line */
+				   me = 0;
+				   goto cmd_done                /* -ETIMEDOUT */
+				:: skip
+				fi;
 #endif
 #ifndef FINE
-			/* :278 spin (R4): the next attempt differs only once a credit is
-			 * free or a try could move the CQ head */
-			(CREDIT_OK(credits) || HEAD_CAN_MOVE)
+				/* spin (R4): the next attempt differs only once the gate is open
+				 * and a credit free, or a try could move the CQ head */
+				(GATE_OPEN(me) && CREDIT_OK(credits)) || HEAD_CAN_MOVE
 #else
-			skip
+				skip
 #endif
-		   fi
-		od;
+			   fi
+			od;
+			me = 0
+		fi;
 		r = 0;
 
 		/* ---- 2. a CID: qpair.h:282-294 ---- */

@@ -227,7 +227,7 @@ refuse "host mode refuses --cache-size" "--cache-size applies to --mode=bam only
 refuse "--sources out of range states the range" "from 1 to 1048576" "$BAM" bfs "$k" --sources=2000000
 refuse "lines smaller than the LBA: the line size is named" "line size 512 is not a multiple" "$BAM" bfs "$k" --backend=emu:lba=4096 --line-size=512
 refuse "emu DRAM media larger than memory: what to change is named" "use a smaller namespace (size=" "$BAM" bfs "$k" --backend=emu:size=512T
-refuse "file in a missing directory" "directory does not exist" "$BAM" bfs "$k" --backend=file:"$W/no/such/dir/x.dat",size=64M
+refuse "file in a missing directory" "its folder $W/no/such/dir does not exist: create it first" "$BAM" bfs "$k" --backend=file:"$W/no/such/dir/x.dat",size=64M
 # emulated media in a file: created with size=, refused (and not created) without
 check "bfs through emu media=file" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/media.img",size=16M --sources=2
 refuse "emu media file missing, no size=" "give size= to create it" "$BAM" bfs "$k" --backend=emu:media=file,path="$W/none.img"
@@ -320,6 +320,20 @@ for be in emu "file:$W/fifo-media.img,size=1M"; do
   fi
 done
 rm -f "$W/fifo.snap" "$W/fifo-media.img"
+# demo on an unparseable input: refused, and no .work/ left behind (one that was there
+# before stays)
+mkdir -p "$W/demo-cwd"
+echo "not a graph %% at all" >"$W/demo-cwd/bad.txt"
+rc=0; (cd "$W/demo-cwd" && "$BAM" demo bad.txt --quiet --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && grep -q "import failed" "$W/out" && [ ! -e "$W/demo-cwd/.work" ]; then
+  pass=$((pass + 1)); echo "ok: demo on an unparseable input: no .work/ left behind"
+else
+  fail=$((fail + 1)); echo "FAIL: demo on an unparseable input (exit $rc; .work/ $( [ -e "$W/demo-cwd/.work" ] && echo left || echo gone))"; cat "$W/out"
+fi
+mkdir "$W/demo-cwd/.work"
+rc=0; (cd "$W/demo-cwd" && "$BAM" demo bad.txt --quiet --target=cpu) >"$W/out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && [ -d "$W/demo-cwd/.work" ]; then pass=$((pass + 1)); echo "ok: demo's failure keeps a .work/ it did not make"
+else fail=$((fail + 1)); echo "FAIL: demo removed a .work/ it did not make"; fi
 refuse2 "demo: --source with --sources" "give one" "$BAM" demo "$W/in9.snap" --source=1 --sources=3
 refuse2 "media too small for the graph" "holds 65536 bytes, but the graph's offsets and edges need" "$BAM" bfs "$k" --backend=emu:path="$W/small.img",size=64K
 if [ -e "$W/small.img" ]; then fail=$((fail + 1)); echo "FAIL: the failed run left its media file"; else pass=$((pass + 1)); echo "ok: the failed run's media file is gone"; fi
@@ -343,7 +357,7 @@ refuse2 "emu size= one line short on each of 2" "controller 0 holds 16384 bytes,
 check "bfs on namespaces of exactly the arrays' size" "$BAM" bfs "$W/k10n.bcsr" --sources=1 --backend=emu:size=40K
 check "cc on 2 namespaces of exactly the arrays' size" "$BAM" cc "$W/k10n.bcsr" --backend=emu:size=20K,count=2 --line-size=4K
 refuse "emu delay_us negative" "bad value '-5' for key 'delay_us'" "$BAM" bfs "$k" --backend=emu:delay_us=-5
-refuse "emu media file in a missing directory" "its directory does not exist" "$BAM" bfs "$k" --backend=emu:path="$W/no/dir/m.img",size=1M
+refuse "emu media file in a missing directory" "its folder $W/no/dir does not exist: create it first" "$BAM" bfs "$k" --backend=emu:path="$W/no/dir/m.img",size=1M
 # a directory as media is a bad setting for both back ends: exit 2, said as such
 for be in "emu:path=$W" "file:$W"; do
   rc=0; "$BAM" bfs "$k" --backend="$be" --quiet >"$W/out" 2>&1 || rc=$?

@@ -507,7 +507,7 @@ static void fail_summary(const struct bench_out *res, const struct cmp_out *cmp,
 		n += (size_t)snprintf(err, errlen, "%llu I/O errors, %llu timeouts, %llu verification failures%s%s%s",
 				      (unsigned long long)res->errors, (unsigned long long)res->timeouts,
 				      (unsigned long long)res->verify_fail, res->first_status ? " (first NVMe status: " : "",
-				      res->first_status ? nvme_status_name((uint16_t)res->first_status) : "",
+				      res->first_status ? nvme_status_cause((uint16_t)res->first_status) : "",
 				      res->first_status ? ")" : "");
 	if (res->flush_errors && n < errlen)
 		n += (size_t)snprintf(err + n, errlen - n, "%s%llu Flush commands failed (the writes may not be on the media)",

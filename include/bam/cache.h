@@ -112,7 +112,8 @@ BAM_API uint64_t bam_array_end_lba(const struct bam_array *a);
 
 /* Provisioning path: write/read elements [first, first + n) directly on the media,
  * bypassing the cache (like dd onto the SSD before a run). 'buf' holds n * elem_size
- * bytes. Returns 0, -ERANGE, -EIO. */
+ * bytes. Returns 0, -ERANGE, -EIO, -ENOSPC (the media could not grow: file: media on a
+ * full file system; NVMe's Capacity Exceeded). */
 BAM_API int bam_array_media_write(struct bam_array *a, uint64_t first, const void *buf, uint64_t n);
 BAM_API int bam_array_media_read(struct bam_array *a, uint64_t first, void *buf, uint64_t n);
 

@@ -319,6 +319,11 @@ BAM_EXTERN_C_BEGIN
  * tag, as NVME_STATUS() builds it), e.g. "LBA Out of Range". Never NULL; unknown
  * codes give "Unknown status". Source: Base spec Figures 96-98. */
 BAM_API const char *nvme_status_name(uint16_t status);
+/* The name and, for the statuses the file and emu back ends report for a failed
+ * system call (src/backends/file/file_core.h), the cause behind it, e.g. "Capacity
+ * Exceeded: no space left on the media (a full file system)". One wording for every
+ * command that reports it (bam bench, bfs, cc). Never NULL. */
+BAM_API const char *nvme_status_cause(uint16_t status);
 /* Printable name of a Status Code Type (Figure 95). */
 BAM_API const char *nvme_sct_name(uint8_t sct);
 BAM_EXTERN_C_END

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Back-end registry (the built-in table and run-time registrations) and the helpers back
  * ends share: option strings, file kinds. */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include "bam/backend.h"
 #include "ctx_internal.h"
@@ -125,6 +129,119 @@ int bam_parse_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+/* the other processes that have the file (dev, ino) open: "pid 123 (bam), pid 456
+ * (dd)" into buf, "" if none could be seen */
+static void media_holders(dev_t dev, ino_t ino, char *buf, size_t len)
+{
+	buf[0] = 0;
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return;
+	size_t at = 0;
+	int found = 0;
+	const long self = (long)getpid();
+	struct dirent *de;
+	while ((de = readdir(proc)) && found < 4) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		char fdpath[64];
+		snprintf(fdpath, sizeof(fdpath), "/proc/%ld/fd", pid);
+		DIR *fds = opendir(fdpath);
+		if (!fds)
+			continue;
+		struct dirent *fe;
+		int has = 0;
+		while (!has && (fe = readdir(fds))) {
+			char lp[64 + sizeof(fe->d_name)];
+			struct stat st;
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(lp, sizeof(lp), "%s/%s", fdpath, fe->d_name);
+			has = stat(lp, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+		}
+		closedir(fds);
+		if (!has)
+			continue;
+		char comm[64] = "?", cp[64];
+		snprintf(cp, sizeof(cp), "/proc/%ld/comm", pid);
+		FILE *f = fopen(cp, "r");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%spid %ld (%s)", found ? ", " : "", pid, comm);
+		found++;
+	}
+	closedir(proc);
+}
+
+int bam_media_lock(int fd, int writable, const char *who, const char *path, char *err, size_t errlen)
+{
+	struct flock fl = {.l_type = writable ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	const int e = errno;
+	if (e != EAGAIN && e != EACCES) {
+		snprintf(err, errlen, "%s: %s: cannot lock it: %s", who, path, strerror(e));
+		return -e;
+	}
+	char holders[256] = "";
+	struct stat st;
+	if (fstat(fd, &st) == 0)
+		media_holders(st.st_dev, st.st_ino, holders, sizeof(holders));
+	snprintf(err, errlen,
+		 "%s: %s is in use by %s: two users of one media file or device overwrite each other's data "
+		 "(wait for it to end, or give another file)",
+		 who, path, holders[0] ? holders : "another open of it (in this process, or by a process whose files cannot be read)");
+	return -EBUSY;
+}
+
+void bam_media_open_hint(const char *path, int e, int creating, char *buf, size_t len)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	struct stat st;
+	const int dir_ok = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	buf[0] = 0;
+	switch (e) {
+	case ENOENT:
+		if (!dir_ok)
+			snprintf(buf, len, " (its folder %s does not exist: create it first, e.g. mkdir -p)", dir);
+		else if (!creating)
+			snprintf(buf, len, " (give size= to create it)");
+		break;
+	case ENOTDIR:
+		snprintf(buf, len, " (a component of the path is not a folder)");
+		break;
+	case EROFS:
+		snprintf(buf, len, " (%s is on a read-only file system: give a path on a writable one)", path);
+		break;
+	case ENOSPC:
+	case EDQUOT:
+		snprintf(buf, len, " (the file system of %s is full%s)", dir, e == EDQUOT ? ": disk quota reached" : "");
+		break;
+	case EACCES:
+	case EPERM:
+		if (creating)
+			snprintf(buf, len, " (no permission to create files in %s)", dir);
+		else
+			snprintf(buf, len, " (no permission to open it)");
+		break;
+	default:
+		break;
+	}
 }
 
 const char *bam_file_kind(unsigned mode)

@@ -42,6 +42,19 @@ void bam_ctx_defer_free(struct bam_ctx *ctx, enum bam_mem_kind kind, void *p);
 /* What a file of this st_mode (fstat) is, for a message that refuses it: "a
  * character device", "a FIFO", ... (src/core/backend.c). */
 const char *bam_file_kind(unsigned mode);
+/* What to add to "PATH: strerror(e)" when a media file could not be opened (e: the
+ * errno of the open; creating: it was an O_CREAT open, i.e. size= was given and the
+ * file did not exist): "" or " (...)" naming the cause and a fix that works, e.g. the
+ * missing folder ("create it first") rather than "give size=" (src/core/backend.c). */
+/* Take the lock on a media file or block device open as fd (an OFD lock on the whole
+ * file, fcntl F_OFD_SETLK: tied to this open file description, so it holds until fd
+ * is closed and also keeps out a second open in this process): exclusive (F_WRLCK)
+ * when writable, shared (F_RDLCK) when fd is read-only, so two read-only users may
+ * share it but never a writer with anyone. 0, or -EBUSY with err saying "PATH is in
+ * use by ..." with the pid and name of each other process that has it open (found in
+ * /proc/PID/fd; OFD locks report no pid), or another negative errno (src/core/backend.c). */
+int bam_media_lock(int fd, int writable, const char *who, const char *path, char *err, size_t errlen);
+void bam_media_open_hint(const char *path, int e, int creating, char *buf, size_t len);
 /* The back ends: the built-in ones, NULL-terminated, in the order of their folders
  * (backends_builtin.c, generated from src/backends/<name>/backend.cmake), and the name
  * of the one bam_ctx_open takes for NULL or "" (CMake's BAM_DEFAULT_BACKEND). */

@@ -56,3 +56,14 @@ const char *nvme_status_name(uint16_t status)
 	}
 	return "Unknown status";
 }
+
+const char *nvme_status_cause(uint16_t status)
+{
+	if (NVME_STATUS_SCT(status) == NVME_SCT_GENERIC && NVME_STATUS_SC(status) == NVME_SC_CAP_EXCEEDED)
+		return "Capacity Exceeded: no space left on the media (a full file system)";
+	if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA && NVME_STATUS_SC(status) == NVME_SC_ACCESS_DENIED)
+		return "Access Denied: the media cannot be written (a read-only file or file system)";
+	if (NVME_STATUS_SCT(status) == NVME_SCT_MEDIA && NVME_STATUS_SC(status) == NVME_SC_WRITE_FAULT)
+		return "Write Fault: the media failed a write (an I/O error of the file system or device)";
+	return nvme_status_name(status);
+}

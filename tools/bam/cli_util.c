@@ -276,11 +276,14 @@ static int text_control(const unsigned char *p, size_t n)
  * are not valid UTF-8 as \xNN, one per byte, and a backslash as \\ (so the text
  * reads back unambiguously). Strings from a file (a graph's source field) can hold
  * anything, terminal escape sequences included. */
-void cli_text_escaped(FILE *f, const char *s)
+static void text_escaped(FILE *f, const char *s, int keep_lines)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
 		size_t n = cli_utf8_len(p);
-		if (!n || text_control(p, n)) {
+		if (keep_lines && *p == '\n') {
+			fputc('\n', f);
+			p++;
+		} else if (!n || text_control(p, n)) {
 			for (size_t i = 0; i < (n ? n : 1); i++)
 				fprintf(f, "\\x%02x", p[i]);
 			p += n ? n : 1;
@@ -292,6 +295,45 @@ void cli_text_escaped(FILE *f, const char *s)
 			p += n;
 		}
 	}
+}
+
+void cli_text_escaped(FILE *f, const char *s)
+{
+	text_escaped(f, s, 0);
+}
+
+void cli_msg_escaped(FILE *f, const char *s)
+{
+	text_escaped(f, s, 1);
+}
+
+void cli_eprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cli_veprintf(fmt, ap);
+	va_end(ap);
+}
+
+void cli_veprintf(const char *fmt, va_list ap)
+{
+	char buf[1024], *t = buf;
+	va_list aq;
+	va_copy(aq, ap);
+	int len = vsnprintf(buf, sizeof(buf), fmt, aq);
+	va_end(aq);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(buf)) {
+		if (!(t = malloc((size_t)len + 1))) {
+			vfprintf(stderr, fmt, ap); /* (no memory: unescaped rather than nothing) */
+			return;
+		}
+		vsnprintf(t, (size_t)len + 1, fmt, ap);
+	}
+	cli_msg_escaped(stderr, t);
+	if (t != buf)
+		free(t);
 }
 
 void cli_json_add_str(struct cJSON *o, const char *key, const char *s)
@@ -465,7 +507,7 @@ void cli_fail(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_veprintf(fmt, ap);
 	va_end(ap);
 	va_start(ap, fmt);
 	keep(fmt, ap);

@@ -2,6 +2,7 @@
 /* Small helpers shared by the CLI's subcommands. */
 #ifndef BAM_CLI_UTIL_H
 #define BAM_CLI_UTIL_H
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -68,6 +69,13 @@ size_t cli_utf8_len(const unsigned char *s);
  * \xNN, a backslash as \\ (file names and strings from files can hold escape
  * sequences). */
 void cli_text_escaped(FILE *f, const char *s);
+/* The same for a message of one or more lines: its newlines kept, every other control
+ * character escaped (the paths and values a message quotes come from the user). */
+void cli_msg_escaped(FILE *f, const char *s);
+/* fprintf(stderr, ...) with the text passed through cli_msg_escaped: for every message
+ * that quotes user input (paths, option values, back-end strings). */
+void cli_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_veprintf(const char *fmt, va_list ap);
 
 /* cJSON_AddStringToObject with a copy of s whose bytes that are not valid UTF-8 are
  * each replaced by U+FFFD (file names are bytes; JSON text is UTF-8, RFC 8259 8.1). */

@@ -177,7 +177,7 @@ static void bench_msg(void *arg, enum bam_iobench_msg_kind kind, const char *tex
 	if (kind == BAM_IOBENCH_MSG_ERROR)
 		cli_fail("bam bench: %s\n", text);
 	else if (kind != BAM_IOBENCH_MSG_NOTE || !m->quiet)
-		fprintf(stderr, "bam bench: %s\n", text);
+		cli_eprintf("bam bench: %s\n", text);
 }
 
 /* The engine's error message (one or more lines) on stderr and kept, each line prefixed */
@@ -628,8 +628,8 @@ static int bench_run(int argc, char **argv, struct cli_media *media)
 			cli_fail_note("bam bench: bad option '%s': unknown, ambiguous or missing its value (bam bench --help)\n",
 				      argv[optind - 1]);
 			if (cli_arg_names(argv[optind - 1], bench_array_options) && !cli_arg_names(argv[optind - 1], lo))
-				fprintf(stderr, "bam bench: %s is an option of bam bench --array\n", argv[optind - 1]);
-			fprintf(stderr, "usage: bam bench [options]     (all options: bam bench --help)\n");
+				cli_eprintf("bam bench: %s is an option of bam bench --array\n", argv[optind - 1]);
+			cli_eprintf("usage: bam bench [options]     (all options: bam bench --help)\n");
 			return 2;
 		bad: {
 			char hint[96];

@@ -28,7 +28,7 @@ static void array_msg(void *arg, enum bam_iobench_msg_kind kind, const char *tex
 	if (kind == BAM_IOBENCH_MSG_ERROR)
 		cli_fail("bam bench --array: %s\n", text);
 	else if (kind != BAM_IOBENCH_MSG_NOTE || !*(const int *)arg)
-		fprintf(stderr, "bam bench --array: %s\n", text);
+		cli_eprintf("bam bench --array: %s\n", text);
 }
 
 static void print_json(const struct bam_arraybench_opts *o, const struct bam_arraybench_result *r, int failed,
@@ -210,8 +210,8 @@ int bam_bench_array(int argc, char **argv)
 			cli_fail_note("bam bench --array: bad option '%s': unknown, ambiguous or missing its value "
 				      "(bam bench --array --help)\n", argv[optind - 1]);
 			if (cli_arg_names(argv[optind - 1], bench_io_options) && !cli_arg_names(argv[optind - 1], lo))
-				fprintf(stderr, "bam bench --array: %s is an option of bam bench without --array\n", argv[optind - 1]);
-			fprintf(stderr, "usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
+				cli_eprintf("bam bench --array: %s is an option of bam bench without --array\n", argv[optind - 1]);
+			cli_eprintf("usage: bam bench --array [options]     (all options: bam bench --array --help)\n");
 			return 2;
 		bad: {
 			char hint[96];

@@ -204,24 +204,24 @@ static int build_opt(int c, const char *arg, const char *cmd, struct bam_graph_b
 		return 1;
 	case OPT_ID_BYTES:
 		if (parse_id_bytes(arg, &o->id_bytes)) {
-			fprintf(stderr, "bam graph %s: --id-bytes must be 4, 8 or auto, not '%s'\n", cmd, arg);
+			cli_eprintf("bam graph %s: --id-bytes must be 4, 8 or auto, not '%s'\n", cmd, arg);
 			return -1;
 		}
 		return 1;
 	case OPT_MEM:
 		if (parse_size(arg, &o->mem_limit) || o->mem_limit == 0) {
-			fprintf(stderr, "bam graph %s: bad --mem '%s' (e.g. 512M, 4G)\n", cmd, arg);
+			cli_eprintf("bam graph %s: bad --mem '%s' (e.g. 512M, 4G)\n", cmd, arg);
 			return -1;
 		}
 		if (o->mem_limit < (1u << 20)) { /* (1K took 1196 passes over cnr-2000's text) */
-			fprintf(stderr, "bam graph %s: --mem %s: at least 1M (a smaller edge buffer takes a pass over "
+			cli_eprintf("bam graph %s: --mem %s: at least 1M (a smaller edge buffer takes a pass over "
 					"the input per few thousand arcs)\n", cmd, arg);
 			return -1;
 		}
 		return 1;
 	case 'j':
 		if (parse_u64(arg, &v) || v == 0 || v > 256) {
-			fprintf(stderr, "bam graph %s: --threads must be 1..256, not '%s'\n", cmd, arg);
+			cli_eprintf("bam graph %s: --threads must be 1..256, not '%s'\n", cmd, arg);
 			return -1;
 		}
 		o->threads = (uint32_t)v;
@@ -277,14 +277,14 @@ static int cmd_import(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			if (!*optarg) {
-				fprintf(stderr, "bam graph: -o: the output file name is empty\n");
+				cli_eprintf("bam graph: -o: the output file name is empty\n");
 				return EXIT_USAGE;
 			}
 			output = optarg;
 			break;
 		case 'f':
 			if (bam_graph_format_parse(optarg, &fmt)) {
-				fprintf(stderr, "bam graph import: unknown format '%s' (snap, mtx, law, arcs, auto)\n",
+				cli_eprintf("bam graph import: unknown format '%s' (snap, mtx, law, arcs, auto)\n",
 					optarg);
 				return EXIT_USAGE;
 			}
@@ -293,10 +293,10 @@ static int cmd_import(int argc, char **argv)
 			import_usage(stdout);
 			return 0;
 		case ':':
-			fprintf(stderr, "bam graph import: option '%s' needs a value\n", argv[optind - 1]);
+			cli_eprintf("bam graph import: option '%s' needs a value\n", argv[optind - 1]);
 			return EXIT_USAGE;
 		case '?':
-			fprintf(stderr, "bam graph import: unknown option '%s' (see --help)\n", argv[optind - 1]);
+			cli_eprintf("bam graph import: unknown option '%s' (see --help)\n", argv[optind - 1]);
 			return EXIT_USAGE;
 		default:
 			rc = build_opt(c, optarg, "import", &o, &quiet);
@@ -305,7 +305,7 @@ static int cmd_import(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1 || !output) {
-		fprintf(stderr, "bam graph import: need one INPUT and -o OUTPUT\n");
+		cli_eprintf("bam graph import: need one INPUT and -o OUTPUT\n");
 		import_usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -313,14 +313,14 @@ static int cmd_import(int argc, char **argv)
 	{
 		struct stat si, so;
 		if (stat(input, &si) == 0 && stat(output, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-			fprintf(stderr, "bam graph import: %s: the output is the input file; give another -o\n", output);
+			cli_eprintf("bam graph import: %s: the output is the input file; give another -o\n", output);
 			return EXIT_USAGE;
 		}
 	}
 	o.progress = quiet ? NULL : stderr;
 	rc = bam_graph_import(input, output, fmt, &o, &st, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "bam graph import: %s\n", err);
+		cli_eprintf("bam graph import: %s\n", err);
 		return build_status(rc, 0);
 	}
 	if (!quiet)
@@ -360,41 +360,41 @@ static int cmd_generate(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			if (!*optarg) {
-				fprintf(stderr, "bam graph: -o: the output file name is empty\n");
+				cli_eprintf("bam graph: -o: the output file name is empty\n");
 				return EXIT_USAGE;
 			}
 			output = optarg;
 			break;
 		case OPT_SCALE:
 			if (parse_u64(optarg, &v) || v < 1 || v > 40) {
-				fprintf(stderr, "bam graph generate: --scale must be 1..40, not '%s'\n", optarg);
+				cli_eprintf("bam graph generate: --scale must be 1..40, not '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
 			p.scale = (uint32_t)v;
 			break;
 		case OPT_EDGE_FACTOR:
 			if (parse_u64(optarg, &v) || v < 1 || v > UINT32_MAX) {
-				fprintf(stderr, "bam graph generate: --edge-factor must be 1..%u, not '%s'\n", UINT32_MAX, optarg);
+				cli_eprintf("bam graph generate: --edge-factor must be 1..%u, not '%s'\n", UINT32_MAX, optarg);
 				return EXIT_USAGE;
 			}
 			p.edge_factor = (uint32_t)v;
 			break;
 		case OPT_SEED:
 			if (parse_u64(optarg, &p.seed)) {
-				fprintf(stderr, "bam graph generate: bad --seed '%s'\n", optarg);
+				cli_eprintf("bam graph generate: bad --seed '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case OPT_INITIATOR: {
 			char tail;
 			if (sscanf(optarg, "%lf,%lf,%lf%c", &p.a, &p.b, &p.c, &tail) != 3) {
-				fprintf(stderr, "bam graph generate: --initiator wants A,B,C, not '%s'\n", optarg);
+				cli_eprintf("bam graph generate: --initiator wants A,B,C, not '%s'\n", optarg);
 				return EXIT_USAGE;
 			}
 			/* (0,0,0 means "the default" to the library: given here, it is refused; the
 			 * library judges every other initiator) */
 			if (p.a == 0 && p.b == 0 && p.c == 0) {
-				fprintf(stderr, "bam graph generate: --initiator=%s: A=B=C=0 is no initiator (need A > 0)\n",
+				cli_eprintf("bam graph generate: --initiator=%s: A=B=C=0 is no initiator (need A > 0)\n",
 					optarg);
 				return EXIT_USAGE;
 			}
@@ -404,10 +404,10 @@ static int cmd_generate(int argc, char **argv)
 			generate_usage(stdout);
 			return 0;
 		case ':':
-			fprintf(stderr, "bam graph generate: option '%s' needs a value\n", argv[optind - 1]);
+			cli_eprintf("bam graph generate: option '%s' needs a value\n", argv[optind - 1]);
 			return EXIT_USAGE;
 		case '?':
-			fprintf(stderr, "bam graph generate: unknown option '%s' (see --help)\n",
+			cli_eprintf("bam graph generate: unknown option '%s' (see --help)\n",
 				argv[optind - 1]);
 			return EXIT_USAGE;
 		default:
@@ -417,12 +417,12 @@ static int cmd_generate(int argc, char **argv)
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "bam graph generate: unexpected argument '%s' (it takes options only)\n", argv[optind]);
+		cli_eprintf("bam graph generate: unexpected argument '%s' (it takes options only)\n", argv[optind]);
 		generate_usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (!output || p.scale == 0) {
-		fprintf(stderr, "bam graph generate: need --scale S and -o OUTPUT\n");
+		cli_eprintf("bam graph generate: need --scale S and -o OUTPUT\n");
 		generate_usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -446,7 +446,7 @@ static int cmd_generate(int argc, char **argv)
 		if (avail >= 0 && need > avail) {
 			/* (--dedup may remove many arcs; --drop-self-loops few: still refused) */
 			const int upper = (o.build_flags & BAM_GRAPH_BUILD_DEDUP) != 0;
-			fprintf(stderr, "bam graph generate: the output needs %s%.3Lg GB (%.3Lg arcs of %d bytes), but %s has %.3Lg GB free%s\n",
+			cli_eprintf("bam graph generate: the output needs %s%.3Lg GB (%.3Lg arcs of %d bytes), but %s has %.3Lg GB free%s\n",
 				upper ? "up to " : "", need / 1e9, arcs, (int)idb, dir, avail / 1e9,
 				upper ? ": going on, as --dedup may make it smaller" : "");
 			if (!upper)
@@ -456,7 +456,7 @@ static int cmd_generate(int argc, char **argv)
 	o.progress = quiet ? NULL : stderr;
 	rc = bam_graph_generate_kron(output, &p, &o, &st, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "bam graph generate: %s\n", err);
+		cli_eprintf("bam graph generate: %s\n", err);
 		return build_status(rc, 1);
 	}
 	if (!quiet)
@@ -652,7 +652,7 @@ int bam_cmd_graph(int argc, char **argv)
 		graph_usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "bam graph: unknown command '%s'\n", sub);
+	cli_eprintf("bam graph: unknown command '%s'\n", sub);
 	graph_usage(stderr);
 	return EXIT_USAGE;
 }

@@ -30,6 +30,8 @@ struct gcli {
 	const char *bfs_only; /* the last BFS-only option given (refused by cc) */
 	const char *bam_only; /* the last --mode=bam option given (refused by the others) */
 	int demo;             /* run by bam demo (its messages say "bam demo: bfs: ...") */
+	int work_made;        /* bam demo created .work/ (removed again if it stays empty) */
+	const char *values_out; /* --values-out=FILE: per-vertex levels (bfs) / labels (cc) */
 };
 
 static const char *const mode_names[] = {"bam", "host", "gpu", "uvm"};
@@ -70,7 +72,11 @@ static void usage(FILE *f, const char *cmd)
 		"                     memory), off_bytes x (n+1) bytes; the copy is in the\n"
 		"                     end-to-end time, not in compute: the BaM prototype's BFS keeps\n"
 		"                     its vertex array in GPU memory so)\n"
-		"  --json             JSON on stdout\n"
+		"  --values-out=FILE  write the per-vertex result to FILE, one line per vertex in\n"
+		"                     vertex order: bfs the level from the first source (-1:\n"
+		"                     not reached), cc the component label (its smallest vertex)\n"
+		"  --json             JSON on stdout (bfs: the sources, with the vertices and levels\n"
+		"                     each reached)\n"
 		"  --quiet            no progress on stderr\n",
 		cmd,
 		strcmp(cmd, "bfs") ? "Connected components: weakly connected (arcs taken in both directions).\n"
@@ -143,7 +149,7 @@ static void on_msg(void *arg, enum bam_graph_msg kind, const char *text)
 	if (kind == BAM_GRAPH_MSG_VERIFY)
 		cli_fail("%s\n", text);
 	else
-		fprintf(stderr, "%s\n", text);
+		cli_eprintf("%s\n", text);
 }
 
 /* Run algo as g says. Returns the exit status: 0; 1 (failed, or a result differs from
@@ -168,7 +174,35 @@ static int run_graph(const struct gcli *g, enum bam_graph_algo algo, struct bam_
 	o.msg = on_msg;
 	o.before_open = note_media;
 	o.before_open_arg = &h;
+	uint64_t nv = 0, ne = 0;
+	void *values = NULL;
+	if (g->values_out && !g->demo) {
+		struct stat sg, sv;
+		if (!stat(g->o.graph, &sg) && !stat(g->values_out, &sv) && sg.st_dev == sv.st_dev && sg.st_ino == sv.st_ino) {
+			cli_fail("%s: --values-out=%s is the graph file: give another file\n", who, g->values_out);
+			return 2;
+		}
+		int src = bam_graph_size(g->o.graph, &nv, &ne, err, sizeof(err));
+		if (!src && !(values = calloc(nv ? nv : 1, algo == BAM_GRAPH_CC ? 8 : 4)))
+			src = -ENOMEM;
+		if (src) {
+			cli_fail("%s: %s\n", who, src == -ENOMEM ? "out of memory for --values-out" : err);
+			return 1;
+		}
+		o.values_n = nv;
+		if (algo == BAM_GRAPH_CC)
+			o.labels_out = values;
+		else
+			o.levels_out = values;
+	}
 	const int rc = bam_graph_run(&o, r, err, sizeof(err));
+	if (!rc && values && bam_graph_values_write(g->values_out, o.levels_out, o.labels_out, nv, err, sizeof(err))) {
+		cli_media_keep(&media); /* the run itself succeeded */
+		cli_fail("%s: --values-out: %s\n", who, err);
+		free(values);
+		return 1;
+	}
+	free(values);
 	if (complete)
 		*complete = rc == 0;
 	if (rc || r->verified < 0)
@@ -207,7 +241,8 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 		{"scan-fraction", 1, 0, 'x'},
 		{"level-trace", 0, 0, 'T'}, {"level-loop", 1, 0, 'P'}, {"warps", 1, 0, 'W'}, {"scan-ranges", 1, 0, 'R'},
 		{"offset-bytes", 1, 0, 'O'}, {"offsets-priority", 1, 0, 'y'}, {"offsets", 1, 0, 'Z'},
-		{"help", 0, 0, 'h'}, {"allow-write", 0, 0, 1001}, {0, 0, 0, 0}};
+		{"help", 0, 0, 'h'}, {"allow-write", 0, 0, 1001},
+		{"values-out", 1, 0, 1002}, {0, 0, 0, 0}};
 	int ch;
 	static char who[16]; /* the messages' prefix, "bam bfs"; argv[0] for getopt's messages */
 	snprintf(who, sizeof(who), "bam %s", cmd);
@@ -234,6 +269,13 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 			break;
 		case 1001:
 			graph_allow_write = 1;
+			break;
+		case 1002:
+			if (!*optarg) {
+				cli_fail("%s: --values-out: the file name is empty\n", who);
+				return 2;
+			}
+			g->values_out = optarg;
 			break;
 		case 'C':
 			if (bam_parse_size(optarg, &o->cache_bytes) || !o->cache_bytes) {
@@ -344,7 +386,7 @@ static int parse_common(int argc, char **argv, struct gcli *g, const char *cmd)
 			cli_fail_note("bam %s: bad option '%s': unknown, ambiguous or missing its value (bam %s --help)\n", cmd,
 				      argv[optind - 1], cmd);
 			/* the one line, not the whole usage: the error would scroll away */
-			fprintf(stderr, "usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
+			cli_eprintf("usage: bam %s %s [options]     (all options: bam %s --help)\n", cmd,
 				strcmp(cmd, "demo") ? "GRAPH" : "[INPUT]", cmd);
 			return 2;
 		bad: {
@@ -430,7 +472,7 @@ static int demo_check(const struct gcli *g)
  * media are the import's output: fills input (def: its buffer), name and out; 0 or the
  * exit status */
 enum { DEMO_DEF = 1024, DEMO_NAME = 256, DEMO_OUT = 300 }; /* demo_input's buffers */
-static int demo_input(const struct gcli *g, const char **inputp, char *def, char *name, char *outbuf)
+static int demo_input(struct gcli *g, const char **inputp, char *def, char *name, char *outbuf)
 {
 	const char *input = *inputp;
 	const int given = input != NULL;
@@ -445,7 +487,7 @@ static int demo_input(const struct gcli *g, const char **inputp, char *def, char
 			 given ? "" : " (the default input: give a graph as an argument, or set BAM_SHARED_DATA to the folder holding graphs/)");
 		return 1;
 	}
-	mkdir(".work", 0755);
+	g->work_made = mkdir(".work", 0755) == 0;
 	/* .work/NAME.bcsr, NAME = the input's file name up to its first dot */
 	const char *base = strrchr(input, '/');
 	base = base ? base + 1 : input;
@@ -534,7 +576,7 @@ static int demo_run(struct gcli *g, const char *input, const char *name, const c
 	struct bam_graph_build_stats bs;
 	double t0 = cli_now();
 	if (progress)
-		fprintf(stderr, "bam demo: importing %s -> %s\n", input, out);
+		cli_eprintf("bam demo: importing %s -> %s\n", input, out);
 	enum bam_graph_format fmt;
 	bam_graph_format_parse("auto", &fmt);
 	if ((rc = bam_graph_import(input, out, fmt, &bo, &bs, err, sizeof(err)))) {
@@ -547,7 +589,7 @@ static int demo_run(struct gcli *g, const char *input, const char *name, const c
 	const int target_gpu = g->o.target == BAM_TARGET_GPU || (g->o.target == BAM_TARGET_AUTO && bam_gpu_available());
 	g->o.nsources = g->o.nsources ? g->o.nsources : (target_gpu ? 32 : 4);
 	if (progress)
-		fprintf(stderr, "bam demo: BFS from %u source%s through bam (%s)\n", g->o.nsources,
+		cli_eprintf("bam demo: BFS from %u source%s through bam (%s)\n", g->o.nsources,
 			g->o.nsources == 1 ? "" : "s", g->o.backend);
 	if ((rc = run_graph(g, BAM_GRAPH_BFS, &rb, NULL)))
 		goto out_b;
@@ -556,7 +598,7 @@ static int demo_run(struct gcli *g, const char *input, const char *name, const c
 		graph_result_print(&g->o, &rb, 0, 0);
 	}
 	if (progress)
-		fprintf(stderr, "bam demo: connected components through bam\n");
+		cli_eprintf("bam demo: connected components through bam\n");
 	if ((rc = run_graph(g, BAM_GRAPH_CC, &rcc, NULL)))
 		goto out_c;
 	rc = demo_print(g, name, input, &bs, t_imp, &rb, &rcc);
@@ -598,6 +640,12 @@ int bam_cmd_demo(int argc, char **argv)
 	}
 	char def[DEMO_DEF], name[DEMO_NAME], out[DEMO_OUT];
 	if ((rc = demo_check(&g)) || (rc = demo_input(&g, &input, def, name, out)))
-		return rc;
-	return demo_run(&g, input, name, out);
+		goto out;
+	rc = demo_run(&g, input, name, out);
+out:
+	/* a failed import leaves .work/ empty: not left behind if this run made it
+	 * (rmdir removes only an empty folder) */
+	if (rc && g.work_made)
+		rmdir(".work");
+	return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "bam/nvme.h"
+#include "cli_util.h"
 #include "cmds.h"
 
 static void nvme_usage(FILE *f)
@@ -26,7 +27,7 @@ int bam_cmd_nvme(int argc, char **argv)
 		struct bam_nvme_fn fn[64];
 		int n = bam_nvme_list(fn, 64);
 		if (n < 0) {
-			fprintf(stderr, "bam nvme list: /sys/bus/pci: %s\n", strerror(-n));
+			cli_eprintf("bam nvme list: /sys/bus/pci: %s\n", strerror(-n));
 			return 1;
 		}
 		if (n == 0) {
@@ -60,7 +61,7 @@ int bam_cmd_nvme(int argc, char **argv)
 		char err[512];
 		int rc = bam_nvme_bind(argv[2], bind, force, err, sizeof(err));
 		if (rc) {
-			fprintf(stderr, "bam nvme %s: %s\n", argv[1], err);
+			cli_eprintf("bam nvme %s: %s\n", argv[1], err);
 			return 1;
 		}
 		printf("%s: %s\n", argv[2], bind ? "bound to vfio-pci" : "back with the kernel's nvme driver");

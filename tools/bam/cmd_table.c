@@ -35,7 +35,7 @@ static void table_usage(FILE *f)
 static void progress_msg(void *arg, const char *text)
 {
 	(void)arg;
-	fprintf(stderr, "bam %s\n", text);
+	cli_eprintf("bam %s\n", text);
 }
 
 static int table_import(int argc, char **argv)
@@ -149,7 +149,7 @@ static int table_generate(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!o.quiet)
-		fprintf(stderr, "bam table generate: %" PRIu64 " rows resampled from the real sample %s (seed %" PRIu64
+		cli_eprintf("bam table generate: %" PRIu64 " rows resampled from the real sample %s (seed %" PRIu64
 				"): a synthetic table with the sample's value distributions, not real data\n",
 			o.rows, o.sample, o.seed);
 	struct bam_table_generate_result r;

@@ -49,6 +49,20 @@ cJSON *graph_result_json(const struct bam_graph_run_opts *o, const struct bam_gr
 				cJSON_AddNumberToObject(j, "edges_per_range", (double)r->part_edges);
 				cJSON_AddNumberToObject(j, "edge_ranges_s", r->part_s);
 			}
+			/* the sources run and what each reached: a user can check them against
+			 * another BFS without re-implementing the source choice */
+			cJSON *sa = cJSON_AddArrayToObject(j, "sources");
+			for (uint32_t k = 0; r->sources && k < r->runs; k++) {
+				const struct bam_graph_source *s = &r->sources[k];
+				cJSON *e = cJSON_CreateObject();
+				cJSON_AddNumberToObject(e, "vertex", (double)s->vertex);
+				cJSON_AddNumberToObject(e, "reached", (double)s->reached);
+				cJSON_AddNumberToObject(e, "levels", s->levels);
+				cJSON_AddNumberToObject(e, "edges", (double)s->edges);
+				cJSON_AddNumberToObject(e, "compute_s", s->s);
+				cJSON_AddStringToObject(e, "verified", s->verified > 0 ? "yes" : s->verified < 0 ? "MISMATCH" : "not checked");
+				cJSON_AddItemToArray(sa, e);
+			}
 			if (r->trace_n) {
 				cJSON_AddNumberToObject(j, "level_trace_source", (double)r->trace_src);
 				cJSON *a = cJSON_AddArrayToObject(j, "level_trace");

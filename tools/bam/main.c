@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	int status = dispatch(argc, argv);
 	errno = 0;
 	if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) {
-		fprintf(stderr, "bam: writing to stdout failed%s%s\n", errno ? ": " : "", errno ? strerror(errno) : "");
+		cli_eprintf("bam: writing to stdout failed%s%s\n", errno ? ": " : "", errno ? strerror(errno) : "");
 		status = 1;
 	}
 	return status;
@@ -54,7 +54,7 @@ static int dispatch(int argc, char **argv)
 	const char *c = argv[1];
 	if (!strcmp(c, "--version")) {
 		if (argc > 2) {
-			fprintf(stderr, "bam: --version takes no arguments ('%s')\n", argv[2]);
+			cli_eprintf("bam: --version takes no arguments ('%s')\n", argv[2]);
 			return 2;
 		}
 		printf("bam %s (%s target%s)\n", BAM_VERSION,
@@ -85,7 +85,7 @@ static int dispatch(int argc, char **argv)
 		return cli_exit(bam_cmd_vecadd(argc - 1, argv + 1));
 	if (!strcmp(c, "demo"))
 		return cli_exit(bam_cmd_demo(argc - 1, argv + 1));
-	fprintf(stderr, "bam: unknown command '%s'\n", c);
+	cli_eprintf("bam: unknown command '%s'\n", c);
 	usage(stderr);
 	return 2;
 }

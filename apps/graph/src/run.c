@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bam/backend.h"
+#include "bam/nvme_spec.h"
 #include "run_internal.h"
 #ifdef BAM_HAVE_CUDA
 #include "graph_gpu.h"
@@ -414,7 +415,11 @@ static int setup_bam(struct run *R)
 	if ((rc = R->ob == 8 ? bam_array_media_write(R->aoff, 0, R->ref.offsets, n + 1)
 			     : media_write_off32(R->aoff, R->ref.offsets, n + 1)) ||
 	    (m && (rc = bam_array_media_write(R->aedge, 0, R->ref.edges, m)))) {
-		run_fail(R, "%s: writing the graph onto the back end failed: %s\n", who, bam_strerror(rc));
+		/* -ENOSPC: the media could not grow (file: media on a full file system),
+		 * said in the words bam bench uses for the NVMe status of the same cause */
+		run_fail(R, "%s: writing the graph onto the back end failed: %s\n", who,
+			 rc == -ENOSPC ? nvme_status_cause(NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED))
+				       : bam_strerror(rc));
 		return rc;
 	}
 	r->load_s = run_now() - tp;
@@ -697,4 +702,33 @@ int bam_graph_cc_labels(const char *graph, const char *backend, enum bam_target 
 		*components = res.components;
 	bam_graph_run_result_free(&res);
 	return rc;
+}
+
+int bam_graph_values_write(const char *path, const uint32_t *levels, const uint64_t *labels, uint64_t n, char *err,
+			   size_t errlen)
+{
+	if (!path || !*path || (!levels == !labels)) {
+		snprintf(err, errlen, "values file: give a path and one of levels, labels");
+		return -EINVAL;
+	}
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	static char buf[1 << 16];
+	setvbuf(f, buf, _IOFBF, sizeof(buf));
+	int bad = 0;
+	for (uint64_t v = 0; v < n && !bad; v++)
+		bad = levels ? (levels[v] == UINT32_MAX ? fputs("-1\n", f) : fprintf(f, "%u\n", levels[v])) < 0
+			     : fprintf(f, "%llu\n", (unsigned long long)labels[v]) < 0;
+	int e = bad || ferror(f) ? errno : 0;
+	if (fclose(f) && !e)
+		e = errno;
+	if (e || bad) {
+		snprintf(err, errlen, "%s: writing failed: %s", path, strerror(e ? e : EIO));
+		return -(e ? e : EIO);
+	}
+	return 0;
 }

@@ -136,16 +136,18 @@ static int bfs_source(struct run *R, struct bfs_run *B, uint32_t si)
 	state_get(&R->gm, B->lv, b->level, n * 4);
 	if (si == 0 && o->levels_out)
 		memcpy(o->levels_out, B->lv, n * 4);
-	uint64_t reached_edges = 0;
+	uint64_t reached_edges = 0, reached = 0;
 	for (uint64_t v = 0; v < n; v++)
-		if (B->lv[v] != 0xffffffffu)
+		if (B->lv[v] != 0xffffffffu) {
 			reached_edges += R->ref.offsets[v + 1] - R->ref.offsets[v];
+			reached++;
+		}
 	r->edges_traversed += reached_edges;
 	if (b->depth > r->levels_max)
 		r->levels_max = b->depth;
 	struct bam_graph_source *s = &r->sources[si];
 	*s = (struct bam_graph_source){.vertex = src, .levels = b->depth, .s = dt, .edges = reached_edges,
-				       .verified = o->verify ? 1 : 0};
+				       .verified = o->verify ? 1 : 0, .reached = reached};
 	if (o->verify) {
 		uint32_t nl;
 		if ((rc = bam_ref_bfs(&R->ref, src, B->rl, &nl)))

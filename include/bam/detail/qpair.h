@@ -78,7 +78,9 @@ struct bam_qpair {
 	uint32_t sq_ticket;         /* next ticket (atomic) */
 	uint32_t cid_hint;          /* where CID search starts (atomic) */
 	uint32_t credits;           /* outstanding commands, <= depth - 1 (atomic) */
-	uint32_t pad1[29];
+	uint32_t credit_line;       /* next number in the line for credits (atomic) */
+	uint32_t credit_served;     /* numbers that left the line: credit or timeout (atomic) */
+	uint32_t pad1[27];
 
 	uint32_t sq_lock;           /* move_tail lock */
 	uint32_t sq_tail;           /* virtual tail: SQEs made visible (under sq_lock) */
@@ -402,10 +404,10 @@ BAM_HD_INLINE uint32_t bam_qpair_sq_move_tail_locked(struct bam_qpair *qp, uint3
  * success *cid receives the CID to wait for with bam_qpair_wait() and *pos the virtual
  * SQ position (for diagnostics). Thread contract: any number of threads at once, each
  * with its own command; no warp or block synchronisation.
- * Returns 0; -ETIMEDOUT when the queue pair is full and completes no command for
- * (deadline - the time the wait began), i.e. the wait for a credit ends at 'deadline'
- * (bam_time_ns() units: an absolute time on the caller's clock) moved forward by
- * each completion meanwhile, or when no CID frees up or the tail does not pass the
+ * Returns 0; -ETIMEDOUT when the queue pair is full and, while the thread is behind
+ * the credit line's gate, completes no command for (deadline - the time the wait
+ * began), or once past the gate gives it no credit within that window (deadline:
+ * bam_time_ns() units, an absolute time on the caller's clock), or when no CID frees up or the tail does not pass the
  * command before that (it is then abandoned: its completion is discarded); -EIO when
  * the queue pair is broken (a ticket's slot never freed).
  * wait_credit 0: do not wait for a credit; return -EAGAIN at once (nothing taken)
@@ -422,60 +424,142 @@ BAM_HD_INLINE int bam_qpair_submit_ex(struct bam_qpair *qp, const struct nvme_sq
 	const uint32_t mask = qp->depth - 1;
 	uint32_t iter = 0;
 
-	/* both loads in flight at once: one round trip (a lone submission takes about
-	 * fourteen, each about 0.5 us on the H200: results/history/io-engine.md) */
+	/* the four loads (these two and the credit line's below) in flight at once: one
+	 * round trip (a lone submission takes about fourteen, each about 0.5 us on the
+	 * H200: results/history/io-engine.md) */
 	const uint32_t broken = bam_load_relaxed_u32(&qp->broken);
 	uint32_t cr = bam_load_relaxed_u32(&qp->credits);
-	if (broken)
-		return -EIO;
 
 	/* modelled in models/qpair.pml: proctype Thread, steps 1-5 */
 	/* 1. a credit: at most depth-1 commands outstanding (NVMe full-queue rule).
-	 * The wait for a credit is bounded by progress: a waiter behind thousands of
-	 * others is in line, not stuck, so every move of the CQ head restarts its window
-	 * (deadline - the time it found the queue full). It gives up only when no
-	 * command of the queue pair completes for a whole window. */
-	uint64_t window = 0;
-	uint32_t seen_head = 0;
-	for (;;) {
-		/* If there seems to be room: fetch_add, and give it back if there was none.
-		 * One atomic per thread even when a whole warp asks at once (with a CAS, one
-		 * lane of the warp won per round: 32 rounds, about 50 us on the H200). A
-		 * give-back pending meanwhile makes others see the queue pair full a little
-		 * longer, but never admits one too many: an add takes a credit only when it
-		 * found fewer than depth-1 holders plus such pending give-backs. */
-		if (cr < mask) {
-			/* acquire: the CQ head mover's release of the credit (and of the slot and
-			 * CID behind it) happens before what we do with it */
-			if (bam_fetch_add_acquire_gpu_u32(&qp->credits, 1) < mask)
-				break;
-			bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
-		}
-		if (!wait_credit)
-			return -EAGAIN;
-		/* full: every waiter for a credit polls the same word, so with
-		 * thousands of them per queue pair they back off (bam_qp_backoff) and,
-		 * on the GPU, only every fourth poll helps move the CQ head (host
-		 * threads, far fewer, help on every poll) */
-		if (!BAM_ON_GPU || (iter & 3u) == 0)
-			bam_qpair_cq_try_advance(qp);
-		uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
-		uint64_t now = bam_time_ns();
-		if (!window) {
-			window = deadline > now ? deadline - now : 1;
-			seen_head = h;
-		} else if (h != seen_head) {
-			seen_head = h;
-			deadline = now + window;
-		}
-		if (now > deadline) {
-			bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
-			return -ETIMEDOUT;
-		}
-		bam_qp_credit_pause(iter++);
-		cr = bam_load_relaxed_u32(&qp->credits);
+	 * Fast path: nobody in line (credit_line == credit_served) and room. Otherwise the
+	 * thread takes a number in the credit line and may try for a credit only when
+	 * fewer than depth-1 of the numbers before it are still in line (the "gate",
+	 * (number - credit_served) < depth-1: credit_served counts the numbers that left
+	 * the line, with a credit or by timeout, so the first one still in line always
+	 * passes it). Credits are then handed out in about the order they were asked for:
+	 * a thread that just got its completion and asks again goes to the back instead of
+	 * taking the credit it freed (without the line, one thread per queue pair could
+	 * keep its credit while a thousand others waited for minutes: issue 33). The
+	 * line is admission only: what keeps the count of outstanding commands at depth-1
+	 * is still the fetch_add on 'credits' below, and a waiter that leaves by timeout
+	 * counts itself served, so a line is never stuck behind a thread that left.
+	 * The wait is bounded by the line's progress: the window (deadline - the time the
+	 * thread joined) restarts on every move of the CQ head (a completion, which frees
+	 * a credit for the front of the line) while the thread is behind the gate, and
+	 * once past the gate it must get a credit within one window, renewed by a
+	 * completion at most depth times (the caller's window may be short: what was left
+	 * of its deadline when it joined). So a thread k places back waits at most about
+	 * (k / (depth-1) + depth + 1) windows, and only while commands
+	 * complete: a stalled controller fails everyone in line after one window. Host
+	 * threads behind the gate sleep in proportion to how far back they are (at the
+	 * line's measured pace), so that a thousand of them do not take the cores from
+	 * the controller and from the thread whose completion frees the next credit. */
+	const uint32_t line0 = bam_load_relaxed_u32(&qp->credit_line);
+	const uint32_t served0 = bam_load_relaxed_u32(&qp->credit_served);
+	if (broken)
+		return -EIO;
+	if (line0 == served0 && cr < mask) {
+		/* acquire: the CQ head mover's release of the credit (and of the slot and
+		 * CID behind it) happens before what we do with it */
+		if (bam_fetch_add_acquire_gpu_u32(&qp->credits, 1) < mask)
+			goto have_credit;
+		/* If there seemed to be room but was none: give it back. One atomic per
+		 * thread even when a whole warp asks at once (with a CAS, one lane of the
+		 * warp won per round: 32 rounds, about 50 us on the H200). A give-back
+		 * pending meanwhile makes others see the queue pair full a little longer,
+		 * but never admits one too many. */
+		bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
 	}
-
+	if (!wait_credit)
+		return -EAGAIN;
+	{
+		const uint32_t me = bam_fetch_add_relaxed_gpu_u32(&qp->credit_line, 1);
+		uint64_t now = bam_time_ns();
+		const uint64_t t_join = now;
+		const uint64_t window = deadline > now ? deadline - now : 1;
+		const uint32_t served_join = bam_load_relaxed_u32(&qp->credit_served);
+		uint32_t seen_head = bam_load_relaxed_u32(&qp->cq_head);
+		int past_gate = 0;
+		uint32_t restarts = 0;
+		for (;;) {
+			/* the time now, after the pause below: a new window counts from here (a
+			 * time read before a sleep, moved forward by a window, could already be
+			 * past on waking: a timeout for a thread that had just come to the gate) */
+			now = bam_time_ns();
+			const uint32_t served = bam_load_relaxed_u32(&qp->credit_served);
+			const int32_t ahead = (int32_t)(me - served); /* at least those before us */
+			const int open = ahead < (int32_t)mask;
+			const uint32_t h = bam_load_relaxed_u32(&qp->cq_head);
+			if (open) {
+				if (!past_gate) {
+					/* past the gate: one window from now to get a credit */
+					past_gate = 1;
+					deadline = now + window;
+					seen_head = h;
+				} else if (h != seen_head && restarts < qp->depth) {
+					/* a completion freed a credit that one of the (fewer than
+					 * depth-1) threads before us took: a new window, at most depth
+					 * times (the caller's window may be short: what was left of
+					 * its deadline when it joined) */
+					seen_head = h;
+					restarts++;
+					deadline = now + window;
+				}
+				cr = bam_load_relaxed_u32(&qp->credits);
+				if (cr < mask) {
+					if (bam_fetch_add_acquire_gpu_u32(&qp->credits, 1) < mask) {
+						bam_red_add_release_gpu_u32(&qp->credit_served, 1);
+						break;
+					}
+					bam_fetch_sub_acq_rel_gpu_u32(&qp->credits, 1);
+				}
+			} else {
+				/* behind the gate: a command of the queue pair completed (the CQ head
+				 * moved), so the line moves: a new window */
+				if (h != seen_head) {
+					seen_head = h;
+					deadline = now + window;
+				}
+			}
+			/* help move the CQ head: what others consumed frees credits (on the GPU,
+			 * with thousands of waiters per queue pair, every fourth poll) */
+			if (!BAM_ON_GPU || (iter & 3u) == 0)
+				bam_qpair_cq_try_advance(qp);
+			if (now > deadline) {
+				bam_red_add_release_gpu_u32(&qp->credit_served, 1); /* leave the line */
+				bam_fetch_add_relaxed_gpu_u64(&qp->cnt.timeouts, 1);
+				return -ETIMEDOUT;
+			}
+#if BAM_ON_GPU
+			(void)t_join;
+			(void)served_join;
+			bam_qp_credit_pause(iter++);
+#else
+			if (ahead <= 0) {
+				/* first in line: the next credit is ours, poll for it at most 20 us
+				 * apart (one such thread per queue pair) */
+				bam_spin_pause(iter < 1023u ? iter : 1023u);
+				iter++;
+			} else if (open) {
+				bam_qp_credit_pause(iter++);
+			} else {
+				/* behind the gate: sleep half the time the line should take to
+				 * reach the gate at its pace so far (16 us a place until it has
+				 * moved), at least 16 us, at most 50 ms and the deadline */
+				const uint32_t moved = served - served_join;
+				const uint64_t per = moved ? (now - t_join) / moved : 16000u;
+				uint64_t ns = (uint64_t)(uint32_t)(ahead - (int32_t)mask + 1) * per / 2;
+				ns = ns < 16000u ? 16000u : ns > 50000000u ? 50000000u : ns;
+				if (ns > deadline - now + 1000u)
+					ns = deadline - now + 1000u;
+				bam_host_sleep_ns((long)ns);
+				iter = 0;
+			}
+#endif
+		}
+	}
+have_credit:;
 	/* 2. a CID: the credit guarantees one is free (CIDs are freed before credits).
 	 * The hint is taken only now: CIDs come free about in the order they were
 	 * hinted, so the one a credit just freed is near the hint's current value (a hint

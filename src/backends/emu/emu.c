@@ -244,20 +244,28 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 		 * nor take a terminal; the flag changes nothing for a regular file, which
 		 * is only sized and mapped */
 		const int oflags = O_RDWR | O_NONBLOCK | O_NOCTTY;
-		hc->fd = e->cfg.size ? open(path, oflags | O_CREAT | O_EXCL, 0644) : -1;
-		if (hc->fd >= 0)
+		/* the errno said is the open's that failed last: the create's when the
+		 * file was not there (EROFS, ENOSPC, ...), else the plain open's */
+		int creating = e->cfg.size != 0, er = 0;
+		hc->fd = creating ? open(path, oflags | O_CREAT | O_EXCL, 0644) : -1;
+		if (hc->fd >= 0) {
 			hc->created = strdup(path);
-		else if (!e->cfg.size || errno == EEXIST)
+		} else if (!creating || errno == EEXIST) {
+			creating = 0;
 			hc->fd = open(path, oflags);
-		if (hc->fd < 0 && errno == EISDIR) { /* a bad setting, as for the file back end */
+		}
+		if (hc->fd < 0)
+			er = errno;
+		if (hc->fd < 0 && er == EISDIR) { /* a bad setting, as for the file back end */
 			snprintf(err, errlen, "emu: media file %s is a directory", path);
 			return -EINVAL;
 		}
 		if (hc->fd < 0) {
-			int rc = -errno;
-			snprintf(err, errlen, "emu: media file %s: %s%s", path, strerror(errno),
-				 rc != -ENOENT ? "" : e->cfg.size ? " (its directory does not exist)" : " (give size= to create it)");
-			return rc;
+			char hint[1024];
+			bam_media_open_hint(path, er, creating, hint, sizeof(hint));
+			snprintf(err, errlen, "emu: media file %s: %s%s%s", path, creating ? "cannot create it: " : "",
+				 strerror(er), hint);
+			return -er;
 		}
 		struct stat st;
 		if (fstat(hc->fd, &st)) {
@@ -283,6 +291,11 @@ static int media_open(struct emu *e, uint32_t i, char *err, size_t errlen)
 					 e->cfg.path, j, path);
 				return -EINVAL;
 			}
+		/* one user at a time: a second process (or a second context) mapping the
+		 * same media file would overwrite this one's lines */
+		int lrc = bam_media_lock(hc->fd, 1, "emu: media file", path, err, errlen);
+		if (lrc)
+			return lrc;
 		if (!e->cfg.size)
 			bytes = (uint64_t)st.st_size;
 		bytes -= bytes % e->cfg.lba;

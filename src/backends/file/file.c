@@ -259,21 +259,27 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 	 * to be a file or a block device (io_uring would fail its I/O with -EAGAIN).
 	 * O_NOCTTY: a terminal named here must not become the process's own. */
 	const int oflags = O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-	int fd = open(path, O_RDWR | oflags);
-	if (fd < 0 && errno == ENOENT && cfg->size)
+	/* The error reported is the first real cause: a create that fails with EROFS,
+	 * ENOSPC or EACCES is said so, not hidden behind the read-only fallback's ENOENT
+	 * (the file is not there because it could not be created) */
+	int fd = open(path, O_RDWR | oflags), e = fd < 0 ? errno : 0, creating = 0;
+	if (fd < 0 && e == ENOENT && cfg->size) {
+		creating = 1;
 		fd = open(path, O_RDWR | oflags | O_CREAT, 0644);
-	if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+		e = fd < 0 ? errno : 0;
+	}
+	if (fd < 0 && (e == EACCES || e == EROFS || e == EPERM)) {
 		fd = open(path, O_RDONLY | oflags);
 		fc->rdonly = fd >= 0;
 	}
-	if (fd < 0 && errno == EISDIR) {
+	if (fd < 0 && e == EISDIR) {
 		snprintf(err, errlen, "file: %s is a directory", path);
 		return -EINVAL;
 	}
 	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "file: %s: %s%s", path, strerror(e),
-			 e != ENOENT ? "" : cfg->size ? " (its directory does not exist)" : " (give size= to create it)");
+		char dir[1024];
+		bam_media_open_hint(path, e, creating, dir, sizeof(dir));
+		snprintf(err, errlen, "file: %s: %s%s%s", path, creating ? "cannot create it: " : "", strerror(e), dir);
 		return -EIO; /* bam_ctx_open's "a controller failed to initialise" */
 	}
 	fc->fd_buf = fd;
@@ -326,6 +332,11 @@ static int open_one(struct file_be *fb, uint32_t i, struct open_notes *notes, ch
 			return -EINVAL;
 		}
 	}
+	/* (after the check above, which says more) one user at a time: a second process on the same file or device would
+	 * overwrite this one's data (shared among read-only users) */
+	int lrc = bam_media_lock(fd, !fc->rdonly, "file", path, err, errlen);
+	if (lrc)
+		return lrc == -EBUSY ? -EBUSY : -EIO;
 	uint64_t have = 0; /* bytes the file or device holds now (0 = unknown) */
 	uint32_t lbs = 0;
 	fc->blkdev = S_ISBLK(st.st_mode);
@@ -1210,8 +1221,11 @@ static int file_media_rw(void *priv, uint32_t ci, uint64_t off, void *buf, uint6
 		ssize_t r = write ? pwrite(fc->fd_buf, p, chunk, (off_t)off) : pread(fc->fd_buf, p, chunk, (off_t)off);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			return -EIO;
+		if (r < 0) /* ENOSPC, EROFS, ...: said as the I/O path's status would say it */
+			return bam_file_errno_status(write ? NVME_CMD_WRITE : NVME_CMD_READ, errno) ==
+					       NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED)
+				       ? -ENOSPC
+				       : -EIO;
 		if (r == 0)
 			return -EIO; /* the end of the file inside the namespace: as io_done */
 		p += r;

@@ -153,6 +153,7 @@ struct bam_graph_source {
 	double s;         /* compute time */
 	uint64_t edges;   /* arcs of the vertices reached */
 	int verified;     /* 1 equal to the reference, 0 not checked, -1 differs */
+	uint64_t reached; /* vertices reached, the source included */
 };
 
 /* What a run measured. Times in seconds. */
@@ -229,6 +230,14 @@ BAM_API int bam_graph_cc_labels(const char *graph, const char *backend, enum bam
 				char *err, size_t errlen);
 /* Vertices and arcs of a graph file (its header). 0 or a negative errno (err). */
 BAM_API int bam_graph_size(const char *graph, uint64_t *n_vertices, uint64_t *n_edges, char *err, size_t errlen);
+
+/* Write per-vertex results to the file at path (created or replaced), as text, one line
+ * per vertex in vertex order: BFS (levels != NULL): the level of vertex v on line v + 1
+ * (0 at the source, -1 unreached); CC (labels != NULL): v's component label (the
+ * smallest vertex id in it). n: the vertex count. 0 or a negative errno (err names the
+ * file and the cause). For bam bfs / cc --values-out. */
+BAM_API int bam_graph_values_write(const char *path, const uint32_t *levels, const uint64_t *labels, uint64_t n,
+				   char *err, size_t errlen);
 
 /* Free what a result holds (trace, sources) and zero them. NULL-safe. */
 BAM_API void bam_graph_run_result_free(struct bam_graph_run_result *res);
