@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 #include "bam/bam.h"
 #include "bam/backend.h"
 #include "bam/vecadd.h"
@@ -20,9 +21,10 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: bam vecadd --n N [--type u64|f32] [--mode bam|tiling|host|gpu] [--backend STR]\n"
 		   "       [--target auto|cpu|gpu] [--cache-size BYTES] [--line-size BYTES] [--threads N]\n"
-		   "       [--tile-size BYTES] [--ctrl-workers N] [--timeout-ms MS]\n"
+		   "       [--tile-size BYTES] [--ctrl-workers N] [--timeout-ms MS] [--json]\n"
 		   "c = a + b, each vector N elements on storage; c checked on the media after the run.\n"
-		   "Prints time, bytes the controllers read and wrote, and the cache's write counters.\n");
+		   "Prints time, bytes the controllers read and wrote, and the cache's write counters\n"
+		   "(--json: one JSON object; docs/CLI.md).\n");
 }
 
 int bam_cmd_vecadd(int argc, char **argv)
@@ -34,7 +36,8 @@ int bam_cmd_vecadd(int argc, char **argv)
 		{"line-size", required_argument, 0, 'l'}, {"threads", required_argument, 0, 'j'},
 		{"tile-size", required_argument, 0, 'S'}, {"ctrl-workers", required_argument, 0, 'w'},
 		{"timeout-ms", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
+		{"json", no_argument, 0, 'J'},		  {0, 0, 0, 0}};
+	const int json = cli_json_init("vecadd", argc, argv, "h", lo, 'J');
 	struct bam_vecadd_opts o = {.backend = "emu"};
 	int ch, k;
 	uint64_t v;
@@ -99,6 +102,8 @@ int bam_cmd_vecadd(int argc, char **argv)
 			if (cli_u64(optarg, 1, 3600000, &o.timeout_ms))
 				return 2;
 			break;
+		case 'J':
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -115,6 +120,43 @@ int bam_cmd_vecadd(int argc, char **argv)
 	struct bam_vecadd_result r;
 	char err[1024];
 	int rc = bam_vecadd_run(&o, &r, err, sizeof(err));
+	if (r.backend[0] && json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "mode", mode_names[o.mode]);
+		cJSON_AddStringToObject(j, "type", type_names[o.type]);
+		cJSON_AddStringToObject(j, "target", r.target == BAM_TARGET_GPU ? "gpu" : "cpu");
+		cli_json_add_str(j, "backend", r.backend);
+		cJSON_AddNumberToObject(j, "n", (double)o.n);
+		cJSON_AddNumberToObject(j, "vector_bytes", (double)r.vector_bytes);
+		cJSON_AddNumberToObject(j, "cache_bytes", (double)r.cache_bytes);
+		cJSON_AddNumberToObject(j, "seconds", r.seconds);
+		cJSON_AddNumberToObject(j, "flush_seconds", r.flush_seconds);
+		cJSON_AddNumberToObject(j, "GBps", r.seconds > 0 ? 3.0 * (double)r.vector_bytes / r.seconds / 1e9 : 0);
+		cJSON_AddNumberToObject(j, "storage_read", (double)r.storage_read);
+		cJSON_AddNumberToObject(j, "storage_written", (double)r.storage_written);
+		cJSON_AddNumberToObject(j, "read_ratio", (double)r.storage_read / (2.0 * (double)r.vector_bytes));
+		cJSON_AddNumberToObject(j, "written_ratio", (double)r.storage_written / (double)r.vector_bytes);
+		cJSON_AddNumberToObject(j, "host_read", (double)r.host_read);
+		cJSON_AddNumberToObject(j, "host_written", (double)r.host_written);
+		if (o.mode == BAM_VECADD_BAM) {
+			cJSON_AddNumberToObject(j, "fills_avoided", (double)r.fills_avoided);
+			cJSON_AddNumberToObject(j, "partial_write_fetches", (double)r.partial_write_fetches);
+			cJSON_AddNumberToObject(j, "writebacks", (double)r.writebacks);
+			cJSON_AddNumberToObject(j, "writeback_errors", (double)r.writeback_errors);
+		}
+		cJSON_AddNumberToObject(j, "wrong", (double)r.wrong);
+		cJSON_AddNumberToObject(j, "errors", (double)r.errors);
+		if (rc) {
+			cli_fail("bam vecadd: %s\n", err);
+			cJSON_AddItemToObject(j, "error", cli_json_error(1));
+			cli_json_printed();
+		}
+		char *t = cJSON_Print(j);
+		printf("%s\n", t);
+		free(t);
+		cJSON_Delete(j);
+		return rc ? 1 : 0;
+	}
 	if (r.backend[0]) {
 		printf("vecadd: mode=%s type=%s target=%s n=%llu vector=%.1f MiB cache=%.1f MiB backend=%s\n",
 		       mode_names[o.mode], type_names[o.type], r.target == BAM_TARGET_GPU ? "gpu" : "cpu",
