@@ -60,6 +60,12 @@ def kind(out):
         return "array"
     if "algorithm" in out:
         return "graph"
+    if "read_ratio" in out and "written_ratio" in out:
+        return "vecadd"
+    if isinstance(out.get("queries"), list) and "mode" in out:
+        return "query"
+    if out.get("program") == "gpu-python-gather":
+        return "gather"
     return "other"
 
 
@@ -147,13 +153,14 @@ def compare_table(rs, mids):
 
 
 def array_table(rs, mids):
-    head = ["run", "pattern", "line", "coalesce", "element reads/s", "GB/s", "misses/s", "amplification",
-            "HBM GB/s", "ratio to HBM", "wrong / errors", "status", "from"]
+    head = ["run", "pattern", "line", "coalesce", "element reads/s", "element writes/s (flush in)", "GB/s",
+            "misses/s", "amplification", "HBM GB/s", "ratio to HBM", "wrong / errors", "status", "from"]
     rows = []
     for r in rs:
         o = r["output"]
         rows.append([r["name"], o.get("pattern"), num(o.get("line_size"), "%d"), "on" if o.get("coalesce") else "off",
-                     num(o.get("element_reads_per_s")), num(o.get("requested_GBps"), "%.2f"), num(o.get("miss_iops")),
+                     num(o.get("element_reads_per_s")), num(o.get("writes_per_s_with_flush")),
+                     num(o.get("requested_GBps"), "%.2f"), num(o.get("miss_iops")),
                      num(o.get("io_amplification"), "%.2f"), num(o.get("hbm_GBps"), "%.0f"),
                      num(o.get("ratio_to_hbm"), "%.3f"), "%s / %s" % (o.get("wrong_values"), o.get("errors")),
                      okcell(r), from_cell(r, mids)])
@@ -192,6 +199,68 @@ def graph_table(rs, mids):
     return table(head, rows)
 
 
+def group_base(bases, r, k):
+    """the one baseline run of r's group with output kind k (None: none, or r is one)"""
+    if r.get("role") == "baseline":
+        return None
+    bs = [b for b in bases.get(r["group"], {}).values() if kind(b.get("output")) == k]
+    return bs[0] if len(bs) == 1 else None
+
+
+def vecadd_table(rs, mids):
+    bases = group_baselines(rs)
+    head = ["run", "mode", "vector GiB", "cache GiB", "s (flush in it)", "flush s", "GB/s (3 vectors)",
+            "read / (a+b)", "written / c", "baseline s / this s", "wrong / errors", "status", "from"]
+    rows = []
+    for r in rs:
+        o, b = r["output"], group_base(bases, r, "vecadd")
+        rows.append([r["name"], o.get("mode"), num((o.get("vector_bytes") or 0) / 2 ** 30, "%.2f"),
+                     num((o.get("cache_bytes") or 0) / 2 ** 30, "%.2f"), num(o.get("seconds"), "%.3f"),
+                     num(o.get("flush_seconds"), "%.3f"), num(o.get("GBps"), "%.2f"), num(o.get("read_ratio"), "%.3f"),
+                     num(o.get("written_ratio"), "%.3f"),
+                     ratio(b["output"].get("seconds"), o.get("seconds")) if b else "",
+                     "%s / %s" % (o.get("wrong"), o.get("errors")), okcell(r), from_cell(r, mids)])
+    return table(head, rows)
+
+
+def query_table(rs, mids):
+    bases = group_baselines(rs)
+    qn = []
+    for r in rs:
+        for q in r["output"]["queries"]:
+            if q.get("name") not in qn:
+                qn.append(q.get("name"))
+    head = ["run", "mode", "rows"] + ["%s e2e s (amplification)" % q for q in qn]
+    head += ["baseline e2e / this (%s)" % ", ".join(qn), "verified", "status", "from"]
+    rows = []
+    for r in rs:
+        o, b = r["output"], group_base(bases, r, "query")
+        qs = {q.get("name"): q for q in o["queries"]}
+        bq = {q.get("name"): q for q in b["output"]["queries"]} if b else {}
+        row = [r["name"], o.get("mode"), num(o.get("rows"), "%.3g")]
+        row += ["%s (%s)" % (num(g(qs, q, "e2e_s"), "%.3f"), num(g(qs, q, "amplification"), "%.2f")) if q in qs else ""
+                for q in qn]
+        row.append(", ".join(ratio(g(bq, q, "e2e_s"), g(qs, q, "e2e_s")) for q in qn) if b else "")
+        vs = {q.get("verified", "-") for q in o["queries"]}
+        row += [vs.pop() if len(vs) == 1 else "mixed", okcell(r), from_cell(r, mids)]
+        rows.append(row)
+    return table(head, rows)
+
+
+def gather_table(rs, mids):
+    head = ["run", "dim", "dtype", "bam rows/s", "bam GB/s", "bam hit rate", "bam / pinned", "bam / mmap",
+            "bam / GPU-resident", "status", "from"]
+    rows = []
+    for r in rs:
+        for c in r["output"].get("configs", []):
+            m = c.get("methods", {})
+            rows.append([r["name"], c.get("dim"), c.get("dtype"), num(g(m, "bam", "rows_per_s")),
+                         num(g(m, "bam", "GBps"), "%.2f"), num(c.get("bam_hit_rate"), "%.2f"),
+                         num(g(m, "pinned", "bam_ratio"), "%.2f"), num(g(m, "mmap", "bam_ratio"), "%.2f"),
+                         num(g(m, "gpu", "bam_ratio"), "%.3f"), okcell(r), from_cell(r, mids)])
+    return table(head, rows)
+
+
 def other_table(rs, mids):
     head = ["run", "command", "exit", "wall s", "status", "from"]
     return table(head, [[r["name"], "`%s`" % " ".join(r.get("command", [])[1:3]), r.get("exit_code"),
@@ -203,6 +272,12 @@ TABLES = [("io", io_table, "I/O through the queues; the baseline is the same run
           ("array", array_table, "reads through the cache and array API"),
           ("graph", graph_table, "BFS/CC; ratios are time over the same group's baseline run in the same "
                                  "invocation (< 1: faster than the baseline)"),
+          ("vecadd", vecadd_table, "vecadd c = a + b through storage; the ratio is the same group's baseline "
+                                   "(tiling) time over this run's (> 1: faster than the baseline)"),
+          ("query", query_table, "table queries; the ratio per query is the same group's baseline (whole-column) "
+                                 "end-to-end time over this run's (> 1: faster than the baseline)"),
+          ("gather", gather_table, "Python gather of random feature rows; ratios are bam's rows/s over each "
+                                   "method's in the same run (> 1: bam faster)"),
           ("none", other_table, "runs without JSON output"),
           ("other", other_table, "other runs")]
 
