@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -74,6 +75,25 @@ static void media_unlink_created(const struct cli_media *m)
 	for (int i = 0; i < m->n; i++)
 		if (m->created[i])
 			unlink(m->path[i]); /* (async-signal-safe) */
+}
+
+/* After a failed run (its context closed): remove the media files noted as missing
+ * before the open, unless another process holds one (its media lock, taken by the
+ * back ends, bam_media_lock): a file missing when noted may have been created since by
+ * another process, whose lock then refused this run. */
+static void media_unlink_created_unlocked(const struct cli_media *m)
+{
+	for (int i = 0; i < m->n; i++) {
+		if (!m->created[i])
+			continue;
+		const int fd = open(m->path[i], O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+		if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+			unlink(m->path[i]);
+		close(fd);
+	}
 }
 
 static void json_signal_error(const char *msg, size_t len);
@@ -198,7 +218,7 @@ const char *cli_media_same(const struct cli_media *m, int fd)
 
 void cli_media_forget(const struct cli_media *m)
 {
-	media_unlink_created(m); /* (first: a signal meanwhile unlinks them too) */
+	media_unlink_created_unlocked(m); /* (first: a signal meanwhile unlinks them too) */
 	cli_media_keep(m);
 }
 

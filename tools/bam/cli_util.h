@@ -54,7 +54,8 @@ void cli_media_keep(const struct cli_media *m);
 /* The name of the noted file that is the file open as fd (the same device and
  * inode), or NULL: a run would overwrite its own input. */
 const char *cli_media_same(const struct cli_media *m, int fd);
-/* After a failed run: remove the noted files the run created. */
+/* After a failed run: remove the noted files that did not exist when noted, except one
+ * another process holds (its media lock): that process created it meanwhile. */
 void cli_media_forget(const struct cli_media *m);
 /* Number of controllers the back-end string asks for (1 for a string the back end refuses). */
 uint32_t cli_backend_count(const char *backend);

@@ -163,6 +163,7 @@ static int run_graph(const struct gcli *g, enum bam_graph_algo algo, struct bam_
 	static char err[16384];
 	char who[24];
 	snprintf(who, sizeof(who), "bam %s%s", g->demo ? "demo: " : "", algo == BAM_GRAPH_CC ? "cc" : "bfs");
+	memset(r, 0, sizeof(*r)); /* freed by the caller also after a refusal below */
 	media.n = 0;
 	struct media_hook h = {&media, who, g->o.backend, g->o.graph};
 	struct bam_graph_run_opts o = g->o;
