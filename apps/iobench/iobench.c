@@ -698,9 +698,10 @@ int bam_iobench_run(const struct bam_iobench_opts *opts, struct bam_iobench_resu
 	}
 
 	if (o.iodepth > bam_ctx_queue_depth(ctx)) {
+		const uint32_t qd = bam_ctx_queue_depth(ctx);
 		bam_ctx_close(ctx);
 		return ib_fail(err, errlen, -EINVAL, "--iodepth=%u: above the queue depth %u (--queue-depth)", o.iodepth,
-			       bam_ctx_queue_depth(ctx));
+			       qd);
 	}
 	struct bench_args a;
 	memset(&a, 0, sizeof(a));
