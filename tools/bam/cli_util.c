@@ -356,6 +356,14 @@ void cli_veprintf(const char *fmt, va_list ap)
 		free(t);
 }
 
+void cli_json_print(cJSON *o)
+{
+	char *t = cJSON_Print(o);
+	printf("%s\n", t ? t : "null");
+	free(t);
+	cJSON_Delete(o);
+}
+
 void cli_json_add_str(struct cJSON *o, const char *key, const char *s)
 {
 	size_t len = strlen(s);

@@ -82,6 +82,8 @@ void cli_veprintf(const char *fmt, va_list ap);
  * each replaced by U+FFFD (file names are bytes; JSON text is UTF-8, RFC 8259 8.1). */
 struct cJSON;
 void cli_json_add_str(struct cJSON *o, const char *key, const char *s);
+/* Print o (indented) and a newline on stdout, then free o. */
+void cli_json_print(struct cJSON *o);
 /* Parse a decimal unsigned integer in [min, max]: no sign, no suffix, no overflow.
  * 0 or -EINVAL. */
 int cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

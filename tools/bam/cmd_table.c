@@ -84,10 +84,7 @@ static int table_import(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "pass1_s", r.pass1_s);
 		cJSON_AddNumberToObject(j, "pass2_s", r.pass2_s);
 		cJSON_AddNumberToObject(j, "rows_per_s", s > 0 ? (double)r.rows / s : 0);
-		char *t = cJSON_Print(j);
-		printf("%s\n", t);
-		free(t);
-		cJSON_Delete(j);
+		cli_json_print(j);
 	} else {
 		printf("imported %s -> %s: %" PRIu64 " rows, %u columns, %.1f MB -> %.1f MB in %.2f s (%.0f rows/s)\n",
 		       argv[optind], out, r.rows, r.ncols, (double)r.input_bytes / 1e6, (double)r.output_bytes / 1e6, s,
@@ -172,10 +169,7 @@ static int table_generate(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "output_bytes", (double)r.output_bytes);
 		cJSON_AddNumberToObject(j, "s", r.s);
 		cJSON_AddNumberToObject(j, "rows_per_s", r.s > 0 ? (double)r.rows / r.s : 0);
-		char *t = cJSON_Print(j);
-		printf("%s\n", t);
-		free(t);
-		cJSON_Delete(j);
+		cli_json_print(j);
 	} else {
 		printf("generated %s: %" PRIu64 " rows x %u columns resampled from %" PRIu64
 		       " real rows of %s (seed %" PRIu64 "), %.1f MB in %.2f s (%.0f rows/s, %u threads)\n",
@@ -239,10 +233,7 @@ static int table_info(int argc, char **argv)
 		cJSON_AddStringToObject(j, "verified", !verify ? "no" : vrc ? "failed" : "yes");
 		if (vrc)
 			cli_json_add_str(j, "verify_error", err);
-		char *s = cJSON_Print(j);
-		printf("%s\n", s);
-		free(s);
-		cJSON_Delete(j);
+		cli_json_print(j);
 	} else {
 		printf("table %s: %" PRIu64 " rows, %u columns, %.1f MB (header %" PRIu64 " bytes)\n", path, t.rows, t.ncols,
 		       (double)t.file_bytes / 1e6, t.data_offset);
@@ -617,10 +608,7 @@ int bam_cmd_query(int argc, char **argv)
 			cJSON_AddItemToObject(j, "error", cli_json_error(1));
 			cli_json_printed();
 		}
-		char *s = cJSON_Print(j);
-		printf("%s\n", s);
-		free(s);
-		cJSON_Delete(j);
+		cli_json_print(j);
 	} else {
 		printf("table %s: %" PRIu64 " rows; mode %s on the %s target (%s)", o.table, r.rows,
 		       bam_table_mode_name(o.mode), r.on_gpu ? "GPU" : "CPU", r.backend_desc);

@@ -151,10 +151,7 @@ int bam_cmd_vecadd(int argc, char **argv)
 			cJSON_AddItemToObject(j, "error", cli_json_error(1));
 			cli_json_printed();
 		}
-		char *t = cJSON_Print(j);
-		printf("%s\n", t);
-		free(t);
-		cJSON_Delete(j);
+		cli_json_print(j);
 		return rc ? 1 : 0;
 	}
 	if (r.backend[0]) {
