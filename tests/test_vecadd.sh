@@ -3,7 +3,8 @@
 # cache, through the cache (bam) and CPU-orchestrated tiles (tiling), u64 and f32; c
 # checked on the media by the command itself (wrong, errors) and the bytes through the
 # queues: read = size(a) + size(b) (c never fetched: whole-line writes), written =
-# size(c) (a and b never written back). A bad option: exit 2 and one JSON error object.
+# size(c) (a and b never written back). Progress on stderr unless --quiet. A bad option:
+# exit 2 and one JSON error object.
 . "$(dirname "$0")/lib.sh"
 bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/  | /' "$W/err" 2>/dev/null | tail -10; }
 N=1048576 # 8 MiB per u64 vector, 4 MiB per f32 vector; cache 1 MiB
@@ -23,6 +24,18 @@ for mode in bam tiling; do
     fi
   done
 done
+# progress on stderr: the phases (and the 2 s reports of a long kernel), none with --quiet
+rc=0
+"$BAM" vecadd --n $N --cache-size 1M --target=cpu >"$W/out" 2>"$W/err" || rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^bam vecadd: writing a and b to the media' "$W/err" && grep -q 'checking c on the media' "$W/err" &&
+   grep -q '0 wrong, 0 errors' "$W/out"; then
+  ok "progress: the phases on stderr, the result on stdout"
+else
+  bad "progress: exit $rc, stderr without the phases"
+fi
+rc=0
+"$BAM" vecadd --n $N --cache-size 1M --target=cpu --quiet >"$W/out" 2>"$W/err" || rc=$?
+if [ "$rc" -eq 0 ] && [ ! -s "$W/err" ]; then ok "--quiet: nothing on stderr"; else bad "--quiet: exit $rc, stderr not empty"; fi
 rc=0
 "$BAM" vecadd --n $N --mode nosuch --json >"$W/out" 2>"$W/err" || rc=$?
 if [ "$rc" -eq 2 ] && jq -e '.error.command == "vecadd" and .error.exit_status == 2 and (.error.message | test("nosuch"))' "$W/out" >/dev/null; then

@@ -29,6 +29,73 @@ __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, 
 
 static double now_s(void) { return (double)bam_time_ns() / 1e9; }
 
+__attribute__((format(printf, 2, 3))) static void say(const struct bam_vecadd_opts *o, const char *fmt, ...)
+{
+	if (!o->msg)
+		return;
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	o->msg(o->msg_arg, text);
+}
+
+static void ctrl_bytes(struct bam_ctx *ctx, uint64_t *rd, uint64_t *wr);
+
+/* The run's progress every 2 s while its kernel runs: lines of c stored (bam mode) and
+ * bytes the controllers moved, read from the target while the kernel runs. */
+struct reporter {
+	const struct bam_vecadd_opts *o;
+	struct bam_ctx *ctx;
+	const uint64_t *done_dev; /* NULL: no line count (tiling) */
+	uint64_t lines, r0, w0;
+	int stop;                 /* atomic */
+	pthread_t th;
+	int live;
+};
+
+static void *reporter_main(void *arg)
+{
+	struct reporter *p = arg;
+	const double t0 = now_s();
+	double last = t0;
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		usleep(100000);
+		const double t = now_s();
+		if (t - last < 2.0)
+			continue;
+		last = t;
+		uint64_t done = 0, rd, wr;
+		if (p->done_dev && bam_mem_copy(p->ctx, &done, p->done_dev, 8))
+			continue;
+		ctrl_bytes(p->ctx, &rd, &wr);
+		if (p->done_dev)
+			say(p->o, "vecadd: %.0f s, %llu / %llu lines of c (%.1f%%), storage read %.2f GiB, written %.2f GiB",
+			    t - t0, (unsigned long long)done, (unsigned long long)p->lines, 100.0 * (double)done / (double)p->lines,
+			    (double)(rd - p->r0) / 1073741824.0, (double)(wr - p->w0) / 1073741824.0);
+		else
+			say(p->o, "vecadd: %.0f s, storage read %.2f GiB, written %.2f GiB", t - t0,
+			    (double)(rd - p->r0) / 1073741824.0, (double)(wr - p->w0) / 1073741824.0);
+	}
+	return NULL;
+}
+
+static void reporter_start(struct reporter *p)
+{
+	if (p->o->msg && !pthread_create(&p->th, NULL, reporter_main, p))
+		p->live = 1;
+}
+
+static void reporter_stop(struct reporter *p)
+{
+	if (!p->live)
+		return;
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(p->th, NULL);
+	p->live = 0;
+}
+
 /* ---- provisioning and the check, on host threads ---------------------------------- */
 
 struct chunked {
@@ -181,6 +248,8 @@ static int cpu_tiling(const struct vecadd_args *g, uint64_t n_lines, uint64_t ti
 
 /* ---- the run ---------------------------------------------------------------------- */
 
+static const char *const mode_names[] = {"bam", "tiling", "host", "gpu"};
+
 static void ctrl_bytes(struct bam_ctx *ctx, uint64_t *rd, uint64_t *wr)
 {
 	*rd = *wr = 0;
@@ -233,6 +302,7 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 	struct bam_array *A = NULL, *B = NULL, *C = NULL;
 	uint8_t *scratch = NULL, *bufs[4] = {0};
 	uint64_t *counters = NULL;
+	struct reporter rep = {.o = o, .ctx = ctx};
 	struct bam_cache_opts cop = {.capacity = cache_bytes, .line_size = line};
 	struct bam_array_opts ao = {.n_elems = o->n, .elem_size = esize, .read_only = 1};
 	if ((rc = bam_cache_create(ctx, &cop, &cache)) || (rc = bam_array_create(cache, &ao, &A))) {
@@ -252,11 +322,14 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 	}
 	r->cache_bytes = bam_cache_lines(cache) * line;
 	/* a and b on the media (not timed) */
+	say(o, "vecadd: writing a and b to the media (%.2f GiB), not timed", 2.0 * (double)bytes / 1073741824.0);
+	const double p0 = now_s();
 	struct chunked f = {.a = A, .b = B, .c = C, .n = o->n, .chunk = (4u << 20) / esize, .type = o->type, .esize = esize};
 	if ((rc = chunked_run(&f, fill_fn)) || (rc = f.rc)) {
 		rc = fail(err, errlen, rc, "writing a and b to the media failed: %s", bam_strerror(rc));
 		goto out;
 	}
+	say(o, "vecadd: a and b written in %.1f s", now_s() - p0);
 	struct bam_ns_info ns;
 	bam_ctx_ns_info(ctx, 0, &ns);
 	uint32_t lba_shift = 0;
@@ -273,10 +346,19 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 				.n = o->n, .type = o->type, .esize = esize, .line_size = line,
 				.n_ctrl = bam_ctx_ctrl_count(ctx), .lba_shift = lba_shift,
 				.warps = (threads + wsize - 1) / wsize, .base_a = 0,
-				.base_b = bam_array_end_lba(A), .base_c = bam_array_end_lba(B), .errs = counters};
+				.base_b = bam_array_end_lba(A), .base_c = bam_array_end_lba(B), .errs = counters,
+				.done = counters + 1};
 	uint64_t r0, w0, r1, w1;
 	ctrl_bytes(ctx, &r0, &w0);
+	rep.done_dev = o->mode == BAM_VECADD_BAM ? counters + 1 : NULL;
+	rep.lines = vlines;
+	rep.r0 = r0;
+	rep.w0 = w0;
+	say(o, "vecadd: %s mode, %llu elements per vector (%.2f GiB each), %s", mode_names[o->mode], (unsigned long long)o->n,
+	    (double)bytes / 1073741824.0, r->backend);
 	const double t0 = now_s();
+	if (o->mode == BAM_VECADD_BAM || o->mode == BAM_VECADD_TILING)
+		reporter_start(&rep);
 	if (o->mode == BAM_VECADD_BAM) {
 		if (g.warps > vlines)
 			g.warps = vlines;
@@ -297,7 +379,7 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 		} else {
 			rc = bam_cpu_launch(g.warps, (uint32_t)(g.warps < 256 ? g.warps : 256), cpu_bam_fn, &g);
 		}
-		(void)k0;
+		say(o, "vecadd: kernel done in %.2f s; flushing the cache", now_s() - k0);
 		const double f0 = now_s();
 		int frc = bam_cache_flush(cache);
 		r->flush_seconds = now_s() - f0;
@@ -361,6 +443,7 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 #endif
 	}
 	r->seconds = now_s() - t0;
+	reporter_stop(&rep);
 	ctrl_bytes(ctx, &r1, &w1);
 	r->storage_read = r1 - r0;
 	r->storage_written = w1 - w0;
@@ -378,6 +461,7 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 			r->errors += s.c.errors;
 		}
 	/* c on the media, element by element */
+	say(o, "vecadd: run %.2f s; checking c on the media", r->seconds);
 	f.compute = 0;
 	f.rc = 0;
 	int crc = chunked_run(&f, host_fn);
@@ -390,6 +474,7 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 		rc = fail(err, errlen, -EIO, "%llu elements of c wrong on the media, %llu errors", (unsigned long long)r->wrong,
 			  (unsigned long long)r->errors);
 out:
+	reporter_stop(&rep);
 	for (int k = 0; k < 4; k++)
 		bam_mem_free(ctx, BAM_MEM_DEVICE, bufs[k]);
 	bam_mem_free(ctx, BAM_MEM_DEVICE, scratch);

@@ -22,6 +22,7 @@ struct vecadd_args {
 	uint64_t first_line, lines;
 	uint8_t *ta, *tb;
 	uint64_t *errs;
+	uint64_t *done;                  /* bam: lines of c stored (the progress report's) */
 };
 
 /* The inputs: exact in both types (sums of small halves and quarters in float). */
@@ -81,6 +82,8 @@ BAM_HD_INLINE void vecadd_bam_warp(const struct vecadd_args *g, uint64_t warp, u
 			for (uint64_t e = lane; e < cnt; e += wsize)
 				((volatile uint32_t *)h.data)[e] = ((uint32_t *)buf)[e];
 		bam_line_warp_put(g->c, &h); /* marks it dirty */
+		if (lane == 0)
+			bam_fetch_add_relaxed_gpu_u64(g->done, 1);
 		continue;
 	fail:
 		errs++;

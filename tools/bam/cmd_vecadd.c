@@ -17,14 +17,21 @@ static const char *const mode_names[] = {"bam", "tiling", "host", "gpu"};
 static const char *const type_names[] = {"u64", "f32"};
 static const char *const target_names[] = {"auto", "cpu", "gpu"};
 
+static void progress_msg(void *arg, const char *text)
+{
+	(void)arg;
+	cli_eprintf("bam %s\n", text);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bam vecadd --n N [--type u64|f32] [--mode bam|tiling|host|gpu] [--backend STR]\n"
 		   "       [--target auto|cpu|gpu] [--cache-size BYTES] [--line-size BYTES] [--threads N]\n"
-		   "       [--tile-size BYTES] [--ctrl-workers N] [--timeout-ms MS] [--json]\n"
+		   "       [--tile-size BYTES] [--ctrl-workers N] [--timeout-ms MS] [--quiet] [--json]\n"
 		   "c = a + b, each vector N elements on storage; c checked on the media after the run.\n"
 		   "Prints time, bytes the controllers read and wrote, and the cache's write counters\n"
-		   "(--json: one JSON object; docs/CLI.md).\n");
+		   "(--json: one JSON object; docs/CLI.md). Progress on stderr (phases, and every 2 s\n"
+		   "while the kernels run) unless --quiet or --json.\n");
 }
 
 int bam_cmd_vecadd(int argc, char **argv)
@@ -36,10 +43,11 @@ int bam_cmd_vecadd(int argc, char **argv)
 		{"line-size", required_argument, 0, 'l'}, {"threads", required_argument, 0, 'j'},
 		{"tile-size", required_argument, 0, 'S'}, {"ctrl-workers", required_argument, 0, 'w'},
 		{"timeout-ms", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-		{"json", no_argument, 0, 'J'},		  {0, 0, 0, 0}};
+		{"json", no_argument, 0, 'J'},		  {"quiet", no_argument, 0, 'q'},
+		{0, 0, 0, 0}};
 	const int json = cli_json_init("vecadd", argc, argv, "h", lo, 'J');
 	struct bam_vecadd_opts o = {.backend = "emu"};
-	int ch, k;
+	int ch, k, quiet = 0;
 	uint64_t v;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
@@ -104,6 +112,9 @@ int bam_cmd_vecadd(int argc, char **argv)
 			break;
 		case 'J':
 			break;
+		case 'q':
+			quiet = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -117,6 +128,8 @@ int bam_cmd_vecadd(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!quiet && !json)
+		o.msg = progress_msg;
 	struct bam_vecadd_result r;
 	char err[1024];
 	int rc = bam_vecadd_run(&o, &r, err, sizeof(err));

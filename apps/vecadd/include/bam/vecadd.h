@@ -44,6 +44,9 @@ struct bam_vecadd_opts {
 	uint64_t tile_bytes;     /* tiling: bytes of each vector per tile (0: 64 MiB GPU, 4 MiB CPU) */
 	uint32_t ctrl_workers;   /* emu: controller workers (0: default) */
 	uint64_t timeout_ms;     /* 0: the library's default */
+	void (*msg)(void *arg, const char *text); /* progress (phases; every 2 s while the
+						   * kernels run); NULL: none */
+	void *msg_arg;
 };
 
 struct bam_vecadd_result {
