@@ -41,7 +41,19 @@ __attribute__((format(printf, 2, 3))) static void say(const struct bam_vecadd_op
 	o->msg(o->msg_arg, text);
 }
 
-static void ctrl_bytes(struct bam_ctx *ctx, uint64_t *rd, uint64_t *wr);
+static const char *const mode_names[] = {"bam", "tiling", "host", "gpu"};
+
+static void ctrl_bytes(struct bam_ctx *ctx, uint64_t *rd, uint64_t *wr)
+{
+	*rd = *wr = 0;
+	for (uint32_t i = 0; i < bam_ctx_ctrl_count(ctx); i++) {
+		struct bam_ctrl_stats s;
+		if (!bam_ctx_ctrl_stats(ctx, i, &s)) {
+			*rd += s.bytes_read;
+			*wr += s.bytes_written;
+		}
+	}
+}
 
 /* The run's progress every 2 s while its kernel runs: lines of c stored (bam mode) and
  * bytes the controllers moved, read from the target while the kernel runs. */
@@ -247,20 +259,6 @@ static int cpu_tiling(const struct vecadd_args *g, uint64_t n_lines, uint64_t ti
 }
 
 /* ---- the run ---------------------------------------------------------------------- */
-
-static const char *const mode_names[] = {"bam", "tiling", "host", "gpu"};
-
-static void ctrl_bytes(struct bam_ctx *ctx, uint64_t *rd, uint64_t *wr)
-{
-	*rd = *wr = 0;
-	for (uint32_t i = 0; i < bam_ctx_ctrl_count(ctx); i++) {
-		struct bam_ctrl_stats s;
-		if (!bam_ctx_ctrl_stats(ctx, i, &s)) {
-			*rd += s.bytes_read;
-			*wr += s.bytes_written;
-		}
-	}
-}
 
 int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r, char *err, size_t errlen)
 {
