@@ -292,6 +292,10 @@ int bam_vecadd_run(const struct bam_vecadd_opts *o, struct bam_vecadd_result *r,
 		snprintf(be, sizeof(be), "%s", given);
 	struct bam_ctx_opts co = {.target = tgt, .ctrl_workers = o->ctrl_workers, .timeout_ns = o->timeout_ms * 1000000ull};
 	struct bam_ctx *ctx = NULL;
+#ifdef BAM_HAVE_CUDA
+	if (tgt == BAM_TARGET_GPU && vecadd_gpu_prepare())
+		return fail(err, errlen, -EIO, "the GPU could not run the vecadd kernels");
+#endif
 	int rc = bam_ctx_open(be, &co, &ctx, e, sizeof(e));
 	if (rc)
 		return fail(err, errlen, rc, "--backend=%s: %s", given, e);

@@ -6,6 +6,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* the kernels launched empty, before bam_ctx_open starts the emulator's kernel */
+int vecadd_gpu_prepare(void);
 int vecadd_gpu_bam(const struct vecadd_args *g);
 /* tiling over 'tiles' tiles of tile_lines lines from g (ta/tb of each of the two
  * buffers: bufs[0..3] = ta0, tb0, ta1, tb1), two streams */
