@@ -223,6 +223,17 @@ def vecadd_table(rs, mids):
     return table(head, rows)
 
 
+def load_rate(o):
+    """Whole-column runs: the rate the columns were read at (all queries' bytes read over
+    their load time), beside the pace asked for with --read-bw; '-' for other modes."""
+    qs = [q for q in o.get("queries", []) if q.get("load_s") and q.get("bytes_read")]
+    if o.get("mode") != "whole-column" or not qs:
+        return "-"
+    rate = sum(q["bytes_read"] for q in qs) / sum(q["load_s"] for q in qs) / 1e9
+    pace = o.get("read_bw")
+    return "%.1f (%s)" % (rate, "%.1f" % (pace / 1e9) if pace else "unpaced")
+
+
 def query_table(rs, mids):
     bases = group_baselines(rs)
     qn = []
@@ -231,7 +242,7 @@ def query_table(rs, mids):
             if q.get("name") not in qn:
                 qn.append(q.get("name"))
     head = ["run", "mode", "rows"] + ["%s e2e s (amplification)" % q for q in qn]
-    head += ["baseline e2e / this (%s)" % ", ".join(qn), "verified", "status", "from"]
+    head += ["baseline e2e / this (%s)" % ", ".join(qn), "column load GB/s (paced at)", "verified", "status", "from"]
     rows = []
     for r in rs:
         o, b = r["output"], group_base(bases, r, "query")
@@ -241,6 +252,7 @@ def query_table(rs, mids):
         row += ["%s (%s)" % (num(g(qs, q, "e2e_s"), "%.3f"), num(g(qs, q, "amplification"), "%.2f")) if q in qs else ""
                 for q in qn]
         row.append(", ".join(ratio(g(bq, q, "e2e_s"), g(qs, q, "e2e_s")) for q in qn) if b else "")
+        row.append(load_rate(o))
         vs = {q.get("verified", "-") for q in o["queries"]}
         row += [vs.pop() if len(vs) == 1 else "mixed", okcell(r), from_cell(r, mids)]
         rows.append(row)
@@ -275,7 +287,8 @@ TABLES = [("io", io_table, "I/O through the queues; the baseline is the same run
           ("vecadd", vecadd_table, "vecadd c = a + b through storage; the ratio is the same group's baseline "
                                    "(tiling) time over this run's (> 1: faster than the baseline)"),
           ("query", query_table, "table queries; the ratio per query is the same group's baseline (whole-column) "
-                                 "end-to-end time over this run's (> 1: faster than the baseline)"),
+                                 "end-to-end time over this run's (> 1: faster than the baseline); a whole-column run whose "
+                                 "column load rate stays below its pace favours bam's ratio by that factor"),
           ("gather", gather_table, "Python gather of random feature rows; ratios are bam's rows/s over each "
                                    "method's in the same run (> 1: bam faster)"),
           ("none", other_table, "runs without JSON output"),
