@@ -199,7 +199,7 @@ static int elem_store(struct bam_array_dev *a, uint64_t i, uint32_t v)
 	const int64_t s = bam_array_ref_ex(a, i, &p, BAM_ACQ_WRITE);
 	if (s < 0)
 		return (int)s;
-	__atomic_store_n((uint32_t *)p, v, __ATOMIC_RELAXED);
+	bam_store_relaxed_u32((uint32_t *)p, v);
 	bam_slot_mark_dirty(a->cache, (uint64_t)s);
 	bam_slot_put(a->cache, (uint64_t)s, 1);
 	return 0;
@@ -212,7 +212,7 @@ static int elem_load(struct bam_array_dev *a, uint64_t i, uint32_t *v)
 	*v = 0;
 	if (s < 0)
 		return (int)s;
-	*v = __atomic_load_n((uint32_t *)p, __ATOMIC_RELAXED);
+	*v = bam_load_relaxed_u32((const uint32_t *)p);
 	bam_slot_put(a->cache, (uint64_t)s, 1);
 	return 0;
 }
