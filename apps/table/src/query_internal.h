@@ -19,8 +19,9 @@ int tq_resolve(const struct bam_table *t, const struct bam_table_query *q, struc
 int tq_pread(int fd, void *buf, uint64_t len, uint64_t off);
 void tq_stat_merge(struct bam_tq_stat *d, const struct bam_tq_stat *s);
 void tq_group_label(const struct bam_table *t, const struct tq_plan *p, uint32_t g, struct bam_tq_group *gr);
-/* The CPU reference: the columns read from the file in chunks, rows in order, sums in
- * row order. ref->groups allocated (free it); abs_sum[j]: the sum of |value| of column j
+/* The CPU reference: the columns read from the file in chunks by host threads, each
+ * summing a contiguous share of the rows in row order, the shares merged in row order
+ * (query_ref.c). ref->groups allocated (free it); abs_sum[j]: the sum of |value| of column j
  * over the matching rows (the scale of the sums' tolerance). */
 int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, struct bam_tq_result *ref,
 		 double *abs_sum, char *err, size_t errlen);

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * query_ref.c - the CPU reference of a query: one sequential pass over the columns read
- * from the file in chunks (no bam, no kernels), the same null rules, sums in row order.
+ * query_ref.c - the CPU reference of a query: a pass over the columns read from the file
+ * in chunks with pread (no bam, no kernels), the same null rules. The rows are split into
+ * contiguous shares, one host thread each (up to REF_MAX_THREADS); each share sums its
+ * rows in row order and the shares are merged in row order.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "query_internal.h"
+
+#define REF_CHUNK ((uint64_t)1 << 16) /* rows per pread of a column (the unit of the shares) */
+#define REF_MAX_THREADS 32
 
 static void add(struct bam_tq_stat *s, double v)
 {
@@ -19,13 +26,27 @@ static void add(struct bam_tq_stat *s, double v)
 	s->sum += v;
 }
 
-int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, struct bam_tq_result *ref,
-		 double *abs_sum, char *err, size_t errlen)
+/* One thread's share: rows [r0, r1), chunk by chunk, into its own statistics. */
+struct ref_part {
+	int fd;
+	const struct bam_table *t;
+	const struct tq_plan *p;
+	uint64_t r0, r1;
+	struct bam_tq_stat *gs;              /* ngroups x ncols */
+	double abs_sum[BAM_TQ_MAX_COLS];
+	int rc;
+	uint64_t bad_row;                    /* with rc == -ERANGE: the row and its group value */
+	int64_t bad_val;
+	pthread_t tid;
+	int running;                         /* tid was started */
+};
+
+static void *ref_pass(void *arg)
 {
-	memset(ref, 0, sizeof(*ref));
+	struct ref_part *P = arg;
+	const struct bam_table *t = P->t;
+	const struct tq_plan *p = P->p;
 	const uint32_t nc = p->ncols, ng = p->ngroups;
-	const uint64_t chunk = 1u << 20; /* rows */
-	struct bam_tq_stat *gs = calloc((uint64_t)ng * nc, sizeof(*gs));
 	uint8_t *buf[BAM_TQ_MAX_COLS + 1] = {0};
 	int cols[BAM_TQ_MAX_COLS + 1];
 	uint32_t ncr = 0;
@@ -33,17 +54,15 @@ int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, str
 		cols[ncr++] = p->col[j];
 	if (p->gcol >= 0)
 		cols[ncr++] = p->gcol;
-	int rc = gs ? 0 : -ENOMEM;
+	int rc = 0;
 	for (uint32_t k = 0; k < ncr && !rc; k++)
-		if (!(buf[k] = malloc(chunk * 8)))
+		if (!(buf[k] = malloc(REF_CHUNK * 8)))
 			rc = -ENOMEM;
-	for (uint32_t j = 0; j < nc; j++)
-		abs_sum[j] = 0;
-	for (uint64_t r0 = 0; r0 < t->rows && !rc; r0 += chunk) {
-		const uint64_t n = t->rows - r0 < chunk ? t->rows - r0 : chunk;
+	for (uint64_t r0 = P->r0; r0 < P->r1 && !rc; r0 += REF_CHUNK) {
+		const uint64_t n = P->r1 - r0 < REF_CHUNK ? P->r1 - r0 : REF_CHUNK;
 		for (uint32_t k = 0; k < ncr && !rc; k++) {
 			const struct bam_table_col *c = &t->cols[cols[k]];
-			rc = tq_pread(fd, buf[k], n * c->elem_size, c->offset + r0 * c->elem_size);
+			rc = tq_pread(P->fd, buf[k], n * c->elem_size, c->offset + r0 * c->elem_size);
 		}
 		for (uint64_t i = 0; i < n && !rc; i++) {
 			double v[BAM_TQ_MAX_COLS + 1];
@@ -70,19 +89,76 @@ int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, str
 					g = ng - 1;
 				else if (iv[k] < p->gmin || (uint64_t)(iv[k] - p->gmin) >= ng - 1) {
 					rc = -ERANGE;
-					snprintf(err, errlen, "row %llu: group value %lld outside the directory's range",
-						 (unsigned long long)(r0 + i), (long long)iv[k]);
+					P->bad_row = r0 + i;
+					P->bad_val = iv[k];
 					break;
 				} else
 					g = (uint32_t)(iv[k] - p->gmin);
 			}
 			for (uint32_t j = 0; j < nc; j++)
 				if (!nul[j]) {
-					add(&gs[g * nc + j], v[j]);
-					abs_sum[j] += fabs(v[j]);
+					add(&P->gs[g * nc + j], v[j]);
+					P->abs_sum[j] += fabs(v[j]);
 				}
 		}
 	}
+	for (uint32_t k = 0; k < ncr; k++)
+		free(buf[k]);
+	P->rc = rc;
+	return NULL;
+}
+
+int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, struct bam_tq_result *ref,
+		 double *abs_sum, char *err, size_t errlen)
+{
+	memset(ref, 0, sizeof(*ref));
+	if (errlen)
+		err[0] = 0;
+	const uint32_t nc = p->ncols, ng = p->ngroups;
+	const uint64_t chunks = (t->rows + REF_CHUNK - 1) / REF_CHUNK;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t np = cpus < 1 ? 1 : (uint64_t)cpus;
+	if (np > REF_MAX_THREADS)
+		np = REF_MAX_THREADS;
+	if (np > chunks)
+		np = chunks ? chunks : 1;
+	struct ref_part *part = calloc(np, sizeof(*part));
+	struct bam_tq_stat *gs = calloc(np * ng * nc, sizeof(*gs));
+	int rc = part && gs ? 0 : -ENOMEM;
+	for (uint64_t i = 0; i < np && !rc; i++) {
+		struct ref_part *P = &part[i];
+		P->fd = fd;
+		P->t = t;
+		P->p = p;
+		P->r0 = chunks * i / np * REF_CHUNK;
+		P->r1 = i + 1 == np ? t->rows : chunks * (i + 1) / np * REF_CHUNK;
+		P->gs = gs + i * ng * nc;
+		/* share 0 runs on this thread; a share whose thread cannot start runs here too */
+		if (i > 0 && pthread_create(&P->tid, NULL, ref_pass, P) == 0)
+			P->running = 1;
+	}
+	for (uint64_t i = 0; i < np && !rc; i++)
+		if (!part[i].running)
+			ref_pass(&part[i]);
+	for (uint64_t i = 0; i < np && !rc; i++)
+		if (part[i].running)
+			pthread_join(part[i].tid, NULL);
+	for (uint32_t j = 0; j < nc; j++)
+		abs_sum[j] = 0;
+	if (!rc) {
+		/* the first failed share in row order names the error */
+		for (uint64_t i = 0; i < np && !rc; i++)
+			if ((rc = part[i].rc) == -ERANGE)
+				snprintf(err, errlen, "row %llu: group value %lld outside the directory's range",
+					 (unsigned long long)part[i].bad_row, (long long)part[i].bad_val);
+		for (uint64_t i = 1; i < np && !rc; i++)
+			for (uint64_t k = 0; k < (uint64_t)ng * nc; k++)
+				tq_stat_merge(&gs[k], &part[i].gs[k]);
+		for (uint64_t i = 0; i < np && !rc; i++)
+			for (uint32_t j = 0; j < nc; j++)
+				abs_sum[j] += part[i].abs_sum[j];
+	}
+	free(part);
 	if (rc && err[0] == 0)
 		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : "reading the table failed");
 	if (!rc) {
@@ -107,8 +183,6 @@ int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, str
 			}
 		}
 	}
-	for (uint32_t k = 0; k < ncr; k++)
-		free(buf[k]);
 	free(gs);
 	return rc;
 }
