@@ -14,7 +14,7 @@
  *   HOST:         from pinned host memory, zero-copy (loaded once, before the queries),
  *   GPU:          from GPU memory (loaded once; GPU target only).
  * Every mode runs the same kernels and must give the same answer; with verify the
- * answers are compared with a sequential CPU reference (counts, minima and maxima
+ * answers are compared with a CPU reference on host threads (counts, minima and maxima
  * exactly, sums within 1e-9 of the sum of the absolute values: floating-point sums are
  * accumulated in another order on the GPU).
  */
