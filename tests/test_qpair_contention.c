@@ -101,11 +101,13 @@ static uint64_t scale(void)
 	return f > 0 ? (uint64_t)(f * 1000) : 1000;
 }
 
-/* 64 threads on one queue pair of depth 4: wraps the queue ~ 250K times */
+/* 64 threads on one queue pair of depth 4: 256K commands, the queue wrapped ~ 64K
+ * times. (Most threads wait in the credit line, whose host-side waiters sleep up to
+ * 1 ms: on 2 cores this case runs at a few thousand commands a second.) */
 static void test_64_threads_depth4(void **state)
 {
 	(void)state;
-	run(64, 4, 1, 1, 8 * scale());
+	run(64, 4, 1, 1, 2 * scale());
 }
 
 /* 128 threads over 4 queue pairs of depth 8 on 2 controllers: over a million commands */
