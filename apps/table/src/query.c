@@ -395,7 +395,7 @@ static void cpu_fn(void *arg, uint64_t tid)
 	}
 }
 
-static uint32_t cpu_workers(void)
+uint32_t tq_cpu_workers(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (uint32_t)(n > 64 ? 64 : n) : 1;
@@ -428,7 +428,7 @@ static int run_kernels(struct qrun *R, struct tq_view *v, struct tq_slot *host)
 #endif
 	} else {
 		v->nseg = (v->rows + TQ_K - 1) / TQ_K;
-		const uint32_t w = cpu_workers();
+		const uint32_t w = tq_cpu_workers();
 		uint64_t nt = (uint64_t)w * 8;
 		if (nt > v->nseg)
 			nt = v->nseg ? v->nseg : 1;

@@ -17,6 +17,8 @@ struct tq_plan {
 };
 int tq_resolve(const struct bam_table *t, const struct bam_table_query *q, struct tq_plan *p, char *err, size_t errlen);
 int tq_pread(int fd, void *buf, uint64_t len, uint64_t off);
+/* host threads for CPU-side work: the online CPUs, at most 64 */
+uint32_t tq_cpu_workers(void);
 void tq_stat_merge(struct bam_tq_stat *d, const struct bam_tq_stat *s);
 void tq_group_label(const struct bam_table *t, const struct tq_plan *p, uint32_t g, struct bam_tq_group *gr);
 /* The CPU reference: the columns read from the file in chunks by host threads, each

@@ -2,19 +2,16 @@
 /*
  * query_ref.c - the CPU reference of a query: a pass over the columns read from the file
  * in chunks with pread (no bam, no kernels), the same null rules. The rows are split into
- * contiguous shares, one host thread each (up to REF_MAX_THREADS); each share sums its
+ * contiguous shares, one host thread each (bam_cpu_launch, tq_cpu_workers); each share sums its
  * rows in row order and the shares are merged in row order.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "query_internal.h"
 
 #define REF_CHUNK ((uint64_t)1 << 16) /* rows per pread of a column (the unit of the shares) */
-#define REF_MAX_THREADS 32
 
 static void add(struct bam_tq_stat *s, double v)
 {
@@ -37,13 +34,12 @@ struct ref_part {
 	int rc;
 	uint64_t bad_row;                    /* with rc == -ERANGE: the row and its group value */
 	int64_t bad_val;
-	pthread_t tid;
-	int running;                         /* tid was started */
 };
 
-static void *ref_pass(void *arg)
+/* bam_cpu_launch's function: share i of the array of shares at arg */
+static void ref_pass(void *arg, uint64_t share)
 {
-	struct ref_part *P = arg;
+	struct ref_part *P = (struct ref_part *)arg + share;
 	const struct bam_table *t = P->t;
 	const struct tq_plan *p = P->p;
 	const uint32_t nc = p->ncols, ng = p->ngroups;
@@ -105,7 +101,6 @@ static void *ref_pass(void *arg)
 	for (uint32_t k = 0; k < ncr; k++)
 		free(buf[k]);
 	P->rc = rc;
-	return NULL;
 }
 
 int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, struct bam_tq_result *ref,
@@ -116,10 +111,7 @@ int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, str
 		err[0] = 0;
 	const uint32_t nc = p->ncols, ng = p->ngroups;
 	const uint64_t chunks = (t->rows + REF_CHUNK - 1) / REF_CHUNK;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t np = cpus < 1 ? 1 : (uint64_t)cpus;
-	if (np > REF_MAX_THREADS)
-		np = REF_MAX_THREADS;
+	uint64_t np = tq_cpu_workers();
 	if (np > chunks)
 		np = chunks ? chunks : 1;
 	struct ref_part *part = calloc(np, sizeof(*part));
@@ -133,16 +125,9 @@ int tq_reference(int fd, const struct bam_table *t, const struct tq_plan *p, str
 		P->r0 = chunks * i / np * REF_CHUNK;
 		P->r1 = i + 1 == np ? t->rows : chunks * (i + 1) / np * REF_CHUNK;
 		P->gs = gs + i * ng * nc;
-		/* share 0 runs on this thread; a share whose thread cannot start runs here too */
-		if (i > 0 && pthread_create(&P->tid, NULL, ref_pass, P) == 0)
-			P->running = 1;
 	}
-	for (uint64_t i = 0; i < np && !rc; i++)
-		if (!part[i].running)
-			ref_pass(&part[i]);
-	for (uint64_t i = 0; i < np && !rc; i++)
-		if (part[i].running)
-			pthread_join(part[i].tid, NULL);
+	if (!rc && (rc = bam_cpu_launch(np, (uint32_t)np, ref_pass, part)))
+		snprintf(err, errlen, "could not start %llu host threads", (unsigned long long)np);
 	for (uint32_t j = 0; j < nc; j++)
 		abs_sum[j] = 0;
 	if (!rc) {
